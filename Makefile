@@ -1,0 +1,35 @@
+# Plain targets over plain scripts: read scripts/ to see exactly what each one does.
+.PHONY: setup test unit demo stack-up stack-down stack-status lint format bench clean
+
+setup:          ## create .venv and install chainloom with its dev tools
+	scripts/setup
+
+test:           ## everything CI runs: lint, types, unit + integration + cluster tests
+	scripts/test
+
+unit:           ## the fast, server-free tests only
+	scripts/test tests/unit
+
+demo:           ## sample data through the pipelines on local defaults
+	scripts/demo
+
+stack-up:       ## start the local stack (add ARGS=--full for controller-manager, scheduler, KWOK)
+	scripts/setup && .venv/bin/chainloom stack up $(ARGS)
+
+stack-status:
+	.venv/bin/chainloom stack status
+
+stack-down:
+	.venv/bin/chainloom stack down
+
+lint:
+	scripts/setup && .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy services operator spark-apps bench tests && .venv/bin/lint-imports
+
+format:
+	.venv/bin/ruff format . && .venv/bin/ruff check --fix .
+
+bench:          ## the benchmarks in bench/ (figures go into the README)
+	scripts/bench
+
+clean:
+	rm -rf .venv build *.egg-info .mypy_cache .ruff_cache .pytest_cache services/chainloom/rpc/generated

@@ -1,0 +1,10 @@
+"""``chainloom events``: placeholder until its issue lands (see the issue tracker)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def events() -> None:
+    """Not implemented yet."""

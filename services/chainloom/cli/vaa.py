@@ -1,0 +1,10 @@
+"""``chainloom vaa``: placeholder until its issue lands (see the issue tracker)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def vaa() -> None:
+    """Not implemented yet."""

@@ -1,0 +1,1 @@
+"""One module per stack component; :data:`ALL` lists them in start order."""

@@ -1,0 +1,38 @@
+"""Installing Debian packages on demand, with a clear error where that is impossible."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from chainloom.stack._model import Progress
+from chainloom.stack._process import run
+from chainloom.stack.errors import InstallError, MissingToolError
+
+_updated = False
+
+
+def ensure_command(command: str, package: str, progress: Progress) -> str:
+    """Return the path of ``command``, installing Debian's ``package`` if it is missing."""
+    found = shutil.which(command)
+    if found:
+        return found
+    hint = f"apt-get install -y {package}"
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        raise MissingToolError(command, hint if os.geteuid() == 0 else f"sudo {hint}")
+    global _updated  # noqa: PLW0603 - one 'apt-get update' per process is enough
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    if not _updated:
+        progress.step("apt-get update")
+        result = run(["apt-get", "update", "-q"], env=env, timeout=600)
+        if result.returncode != 0:
+            raise InstallError(package, "running apt-get update", result.stdout + result.stderr)
+        _updated = True
+    progress.step(f"apt-get install {package}")
+    result = run(["apt-get", "install", "-y", "-q", package], env=env, timeout=900)
+    if result.returncode != 0:
+        raise InstallError(package, f"running {hint}", result.stdout + result.stderr)
+    found = shutil.which(command)
+    if not found:
+        raise MissingToolError(command, hint)
+    return found

@@ -1,0 +1,187 @@
+"""Fixtures shared by every tier.
+
+* Test vectors come from ``../shared/vectors`` (or ``$CHAINLOOM_VECTORS``); tests that need them
+  skip with a clear message where they are absent, and fail instead when
+  ``CHAINLOOM_REQUIRE_VECTORS=1`` (as ``.ci/run`` sets, since CI has them).
+* Real servers come from the local stack (:mod:`chainloom.stack`). A session starts only the
+  components its tests ask for, reuses any a developer already started with
+  ``chainloom stack up``, and stops only what it started itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chainloom.stack import manager
+from chainloom.stack._model import Running
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(REPO_ROOT / "tests").parts
+        if parts and parts[0] in ("integration", "cluster"):
+            item.add_marker(getattr(pytest.mark, parts[0]))
+
+
+# --------------------------------------------------------------------------------------------
+# Vectors
+
+
+def _vectors_dir() -> Path:
+    configured = os.environ.get("CHAINLOOM_VECTORS")
+    return Path(configured) if configured else REPO_ROOT.parent / "shared" / "vectors"
+
+
+@pytest.fixture(scope="session")
+def vectors_dir() -> Path:
+    """The directory of the shared test vectors (skips, or fails in CI, when absent)."""
+    directory = _vectors_dir()
+    if not directory.is_dir():
+        message = (
+            f"test vectors not found at {directory}; set CHAINLOOM_VECTORS to the directory "
+            "holding vaa_vectors.json and xrpl_vectors.json"
+        )
+        if os.environ.get("CHAINLOOM_REQUIRE_VECTORS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return directory
+
+
+def _load_vectors(directory: Path, name: str) -> Any:
+    path = directory / name
+    if not path.exists():
+        message = f"{path} is missing"
+        if os.environ.get("CHAINLOOM_REQUIRE_VECTORS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="session")
+def vaa_vectors(vectors_dir: Path) -> Any:
+    """The parsed ``vaa_vectors.json``."""
+    return _load_vectors(vectors_dir, "vaa_vectors.json")
+
+
+@pytest.fixture(scope="session")
+def xrpl_vectors(vectors_dir: Path) -> Any:
+    """The parsed ``xrpl_vectors.json``."""
+    return _load_vectors(vectors_dir, "xrpl_vectors.json")
+
+
+# --------------------------------------------------------------------------------------------
+# The local stack
+
+
+class StackForTests:
+    """Starts stack components on demand for one pytest session."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def require(self, *names: str) -> dict[str, Running]:
+        before = manager.load_state()
+        running = manager.up(names)
+        self.started += [n for n in running if n not in before or before[n].pid != running[n].pid]
+        return running
+
+    def close(self) -> None:
+        if self.started and os.environ.get("CHAINLOOM_KEEP_STACK") != "1":
+            manager.down(self.started)
+
+
+@pytest.fixture(scope="session")
+def local_stack() -> Iterator[StackForTests]:
+    """Start components with ``local_stack.require("redis", ...)``."""
+    stack = StackForTests()
+    yield stack
+    stack.close()
+
+
+_redis_db = iter(range(1, 10**9))
+
+
+@pytest.fixture
+def redis_url(local_stack: StackForTests) -> Iterator[str]:
+    """A URL of an empty database (1..63) of the real Redis server."""
+    import redis
+
+    running = local_stack.require("redis")["redis"]
+    url = f"redis://{running.address}/{next(_redis_db) % 63 + 1}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    client.close()
+    return url  # type: ignore[return-value]
+
+
+@pytest.fixture
+def bigtable_emulator(local_stack: StackForTests, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The emulator's address, exported as BIGTABLE_EMULATOR_HOST for this test."""
+    running = local_stack.require("bigtable")["bigtable"]
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", running.address)
+    return running.address
+
+
+@pytest.fixture
+def bigtable_table_name(bigtable_emulator: str) -> str:
+    """A table name no other test uses (the emulator keeps tables until it stops)."""
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def cassandra_address(local_stack: StackForTests) -> tuple[str, int]:
+    """(host, port) of the real Cassandra node."""
+    host, port = local_stack.require("cassandra")["cassandra"].address.rsplit(":", 1)
+    return host, int(port)
+
+
+@pytest.fixture
+def cassandra_keyspace(cassandra_address: tuple[str, int]) -> Iterator[str]:
+    """A fresh keyspace (replication factor 1), dropped after the test."""
+    from cassandra.cluster import Cluster
+
+    host, port = cassandra_address
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    cluster = Cluster([host], port=port, protocol_version=5)
+    session = cluster.connect()
+    session.execute(
+        f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', "
+        "'replication_factor': 1}"
+    )
+    try:
+        yield name
+    finally:
+        session.execute(f"DROP KEYSPACE IF EXISTS {name}")
+        cluster.shutdown()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(local_stack: StackForTests) -> str:
+    """Path of the kubeconfig of the real API server."""
+    return local_stack.require("kubernetes")["kube-apiserver"].extra["kubeconfig"]
+
+
+@pytest.fixture
+def kube_namespace(kubeconfig: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh namespace on the real API server, KUBECONFIG exported for the test."""
+    from kubernetes import client, config
+
+    monkeypatch.setenv("KUBECONFIG", kubeconfig)
+    api_client = config.new_client_from_config(config_file=kubeconfig)
+    core = client.CoreV1Api(api_client)
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    try:
+        yield name
+    finally:
+        core.delete_namespace(name)
+        api_client.close()

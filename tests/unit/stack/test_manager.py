@@ -1,0 +1,32 @@
+"""The stack manager's pure parts: names, groups and start order."""
+
+from __future__ import annotations
+
+import pytest
+
+from chainloom.stack import manager
+from chainloom.stack.errors import UnknownComponentError
+
+
+def test_groups_expand_in_start_order_with_dependencies() -> None:
+    assert manager.resolve(["kube-apiserver"]) == ["etcd", "kube-apiserver"]
+    assert manager.resolve(["kubernetes"]) == ["kubectl", "helm", "etcd", "kube-apiserver"]
+    full = manager.resolve(["redis"], full=True)
+    assert full[0] == "redis"
+    assert full[-3:] == ["kube-controller-manager", "kube-scheduler", "kwok"]
+    assert full.index("etcd") < full.index("kube-apiserver") < full.index("kwok")
+
+
+def test_kwok_pulls_in_the_whole_control_plane() -> None:
+    assert manager.resolve(["kwok"]) == [
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok",
+    ]
+
+
+def test_unknown_component_names_the_choices() -> None:
+    with pytest.raises(UnknownComponentError, match=r"'postgres'.*redis"):
+        manager.resolve(["redis", "postgres"])

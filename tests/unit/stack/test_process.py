@@ -1,0 +1,42 @@
+"""Processes are started detached, tracked by pid, and stopped with their children."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from chainloom.stack import _process
+from chainloom.stack.errors import PortConflictError, StartError
+
+
+def test_spawn_and_stop_a_process_group(tmp_path: Path) -> None:
+    log = tmp_path / "sleep.log"
+    pid = _process.spawn(["bash", "-c", "echo started; sleep 60 & wait"], log)
+    assert _process.alive(pid)
+    _process.stop(pid, timeout=5)
+    assert not _process.alive(pid)
+    deadline = time.monotonic() + 5
+    while "started" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _process.tail(log) == "started"
+
+
+def test_wait_until_reports_a_dead_process_with_its_log(tmp_path: Path) -> None:
+    log = tmp_path / "dies.log"
+    pid = _process.spawn(["bash", "-c", "echo 'fatal: bad config'; exit 3"], log)
+    with pytest.raises(StartError, match="exited") as raised:
+        _process.wait_until("thing", lambda: False, pid=pid, log=log, timeout=10)
+    assert "fatal: bad config" in raised.value.log_tail
+
+
+def test_requested_port_in_use_is_a_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        monkeypatch.setenv("CHAINLOOM_TEST_PORT", str(port))
+        with pytest.raises(PortConflictError, match=str(port)):
+            _process.port_from_env("thing", "CHAINLOOM_TEST_PORT")
