@@ -10,8 +10,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,20 +110,42 @@ def local_stack() -> Iterator[StackForTests]:
     stack.close()
 
 
-_redis_db = iter(range(1, 10**9))
+@contextlib.contextmanager
+def _lease_redis_db() -> Iterator[int]:
+    """An exclusive lease (across processes) on one of the databases 1..63."""
+    from chainloom.stack._paths import run_dir
+
+    lock_dir = run_dir() / "redis-db-leases"
+    lock_dir.mkdir(exist_ok=True)
+    while True:
+        for db in range(1, 64):
+            handle = (lock_dir / f"{db}.lock").open("w")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            try:
+                yield db
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+                handle.close()
+            return
+        time.sleep(0.1)
 
 
 @pytest.fixture
 def redis_url(local_stack: StackForTests) -> Iterator[str]:
-    """A URL of an empty database (1..63) of the real Redis server."""
+    """A URL of an empty database of the real Redis server, leased to this test alone."""
     import redis
 
     running = local_stack.require("redis")["redis"]
-    url = f"redis://{running.address}/{next(_redis_db) % 63 + 1}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    client.close()
-    return url  # type: ignore[return-value]
+    with _lease_redis_db() as db:
+        url = f"redis://{running.address}/{db}"
+        client = redis.Redis.from_url(url)
+        client.flushdb()
+        client.close()
+        yield url
 
 
 @pytest.fixture

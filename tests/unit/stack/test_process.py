@@ -15,12 +15,12 @@ from chainloom.stack.errors import PortConflictError, StartError
 def test_spawn_and_stop_a_process_group(tmp_path: Path) -> None:
     log = tmp_path / "sleep.log"
     pid = _process.spawn(["bash", "-c", "echo started; sleep 60 & wait"], log)
-    assert _process.alive(pid)
-    _process.stop(pid, timeout=5)
-    assert not _process.alive(pid)
     deadline = time.monotonic() + 5
     while "started" not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert _process.alive(pid)
+    _process.stop(pid, timeout=5)
+    assert not _process.alive(pid)
     assert _process.tail(log) == "started"
 
 
