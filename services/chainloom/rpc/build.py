@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import re
 import sys
 from pathlib import Path
 
@@ -37,10 +38,15 @@ def build(*, force: bool = False, quiet: bool = False) -> bool:
         from grpc_tools import protoc  # imported here: only the set-up needs grpcio-tools
 
         include = str(Path(protoc.__file__).parent / "_proto")
+        # The mypy-protobuf plugins sit next to the interpreter (.venv/bin), which need not
+        # be on PATH when the set-up runs `.venv/bin/python -m chainloom.rpc.build`.
+        scripts = Path(sys.executable).parent
         args = [
             "grpc_tools.protoc",
             f"-I{PROTO_ROOT}",
             f"-I{include}",
+            f"--plugin=protoc-gen-mypy={scripts / 'protoc-gen-mypy'}",
+            f"--plugin=protoc-gen-mypy_grpc={scripts / 'protoc-gen-mypy_grpc'}",
             f"--python_out={OUT_ROOT}",
             f"--grpc_python_out={OUT_ROOT}",
             f"--mypy_out={OUT_ROOT}",
@@ -67,6 +73,13 @@ def _make_packages_importable() -> None:
         for name in top_level:
             new = new.replace(f"from {name}.", f"from chainloom.rpc.generated.{name}.")
             new = new.replace(f"import {name}.", f"import chainloom.rpc.generated.{name}.")
+        if module.suffix == ".pyi":
+            # Stubs also name types by their full proto path (``spy.v1.spy_pb2.X``).
+            for name in top_level:
+                new = re.sub(rf"(?<![\w.]){name}\.(?=\w)", f"chainloom.rpc.generated.{name}.", new)
+                new = new.replace(
+                    "chainloom.rpc.generated.chainloom.rpc.generated.", "chainloom.rpc.generated."
+                )
         if new != text:
             module.write_text(new)
 
