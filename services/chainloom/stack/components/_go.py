@@ -13,12 +13,15 @@ _GO_HINT = (
 )
 
 
+FALLBACK_GO = Path("/usr/local/go/bin/go")
+"""Where the official toolchain lives when it is not on PATH."""
+
+
 def go_binary() -> str:
     """The ``go`` command, or a :class:`MissingToolError` that says how to get it."""
     found = shutil.which("go")
     if found:
         return found
-    fallback = Path("/usr/local/go/bin/go")
-    if fallback.exists():
-        return str(fallback)
+    if FALLBACK_GO.exists():
+        return str(FALLBACK_GO)
     raise MissingToolError("go", _GO_HINT)

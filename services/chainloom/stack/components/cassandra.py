@@ -102,15 +102,17 @@ def _install_dir() -> Path:
     return cache_dir() / f"cassandra-{versions.CASSANDRA}"
 
 
+JAVA_CANDIDATES = (
+    "/usr/lib/jvm/java-17-openjdk-amd64/bin/java",
+    "/usr/lib/jvm/java-11-openjdk-amd64/bin/java",
+)
+"""Debian's JDK 17 and 11, preferred over whatever ``java`` is first on PATH."""
+
+
 def java17() -> str:
     """A Java 11 or 17 runtime (Cassandra 5.0 refuses newer ones)."""
     configured = os.environ.get("CHAINLOOM_JAVA")
-    candidates = [
-        configured,
-        "/usr/lib/jvm/java-17-openjdk-amd64/bin/java",
-        "/usr/lib/jvm/java-11-openjdk-amd64/bin/java",
-    ]
-    for candidate in candidates:
+    for candidate in (configured, *JAVA_CANDIDATES):
         if candidate and Path(candidate).exists():
             return candidate
     found = shutil.which("java")

@@ -1,0 +1,68 @@
+"""`chainloom stack` end to end, in a private run directory beside the session's stack.
+
+Proves the command-line contract: ``up`` reuses the cache (no fetching or building the second
+time), ``status`` checks every component with a round trip, ``env`` prints the exports, and
+``down`` leaves no process of ours running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from chainloom.stack import _process
+
+COMPONENTS = "redis,bigtable,cassandra,kubernetes"
+
+
+def _chainloom(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chainloom.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_up_status_env_down(tmp_path: Path) -> None:
+    env = {**os.environ, "CHAINLOOM_RUN": str(tmp_path / "run"), "COLUMNS": "200"}
+    for variable in ("CHAINLOOM_REDIS_PORT", "CHAINLOOM_CASSANDRA_PORT", "CHAINLOOM_ETCD_PORT"):
+        env.pop(variable, None)
+    up = _chainloom(env, "stack", "up", "--only", COMPONENTS)
+    assert up.returncode == 0, up.stderr
+    for word in ("fetching", "building", "compiling", "downloading"):
+        assert word not in up.stderr, f"second install step ran: {up.stderr}"
+    pids: list[int] = []
+    try:
+        status = _chainloom(env, "stack", "status", "--json")
+        assert status.returncode == 0, status.stdout + status.stderr
+        rows = {row["name"]: row for row in json.loads(status.stdout)}
+        assert set(rows) == {
+            "redis",
+            "bigtable",
+            "cassandra",
+            "kubectl",
+            "helm",
+            "etcd",
+            "kube-apiserver",
+        }
+        assert all(row["healthy"] for row in rows.values()), rows
+        assert rows["cassandra"]["version"].startswith("5.0.")
+        assert rows["kube-apiserver"]["version"].startswith("v1.")
+        pids = [row["pid"] for row in rows.values() if row["pid"]]
+        assert len(pids) == 5
+
+        exports = _chainloom(env, "stack", "env").stdout
+        assert f"BIGTABLE_EMULATOR_HOST={rows['bigtable']['address']}" in exports
+        assert "export KUBECONFIG=" in exports
+        assert "export PATH=" in exports
+    finally:
+        down = _chainloom(env, "stack", "down")
+    assert down.returncode == 0, down.stderr
+    assert not [pid for pid in pids if _process.alive(pid)]
+    assert json.loads((tmp_path / "run" / "state.json").read_text()) == {}
