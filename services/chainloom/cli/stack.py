@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import time
 
 import click
 from rich.console import Console
@@ -16,16 +17,23 @@ _console = Console(stderr=True)
 
 
 class _ConsoleProgress:
-    """Prints each step with the time since the command started."""
+    """Prints each step with the time since the command started, and a live spinner while a
+    long step (a first-run build) is under way, so a slow step never looks like a hang."""
 
     def __init__(self) -> None:
-        import time
-
         self._start = time.monotonic()
-        self._clock = time.monotonic
+        self._status = _console.status("", spinner="dots")
+
+    def __enter__(self) -> _ConsoleProgress:
+        self._status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._status.stop()
 
     def step(self, message: str) -> None:
-        _console.print(f"[dim]{self._clock() - self._start:6.1f}s[/dim] {message}")
+        _console.print(f"[dim]{time.monotonic() - self._start:6.1f}s[/dim] {message}")
+        self._status.update(f"{message} ...")
 
 
 def _names(only: str | None) -> list[str]:
@@ -54,7 +62,8 @@ def stack() -> None:
 def up(only: str | None, full: bool) -> None:
     """Install what is missing, start what is not running, and wait until healthy."""
     try:
-        started = manager.up(_names(only), full=full, progress=_ConsoleProgress())
+        with _ConsoleProgress() as progress:
+            started = manager.up(_names(only), full=full, progress=progress)
     except StackError as error:
         raise click.ClickException(str(error)) from error
     _console.print(f"[green]up:[/green] {', '.join(started)}")
