@@ -1,0 +1,71 @@
+"""Every error the relayer raises on purpose, in one tree.
+
+The listener, the tables and the workers fail in different ways and callers act differently on
+each: a malformed request is the sender's fault, a lost lease means this worker must stop, a
+submission error is retried with backoff. Keeping them in one module (as httpx does) lets a
+caller catch "anything the relayer refused" in one place and still tell them apart::
+
+    ChainloomError
+    └── RelayerError
+        ├── RequestFormatError        a stored or supplied RelayRequest is malformed
+        ├── ConfigError               the relayer configuration is invalid (names the field)
+        ├── SpyError                  the spy stream, its filters or a replay source failed
+        ├── WalletError               a wallet file is missing, unreadable or not a key
+        ├── TableError                the Redis tables refused an operation
+        │   ├── LeaseLostError        this worker no longer holds its lease: stop, do not submit
+        │   └── UnknownRequestError   no request with that digest is where it was expected
+        └── AdapterError              a chain adapter failed
+            ├── SubmitError           a submission was refused or failed (retried with backoff)
+            └── UnknownSubmissionError  finality asked about a submission the chain never saw
+
+No error message ever contains wallet key material: errors about a wallet name the file and
+the shape that was expected, never its content.
+"""
+
+from __future__ import annotations
+
+from chainloom.errors import ChainloomError
+
+
+class RelayerError(ChainloomError):
+    """Base class of every error the relayer raises deliberately."""
+
+
+class RequestFormatError(RelayerError):
+    """A relay request (from Redis or from a caller) is malformed; the message names the field."""
+
+
+class ConfigError(RelayerError):
+    """The relayer configuration (file or environment) is invalid; the message names the field."""
+
+
+class SpyError(RelayerError):
+    """A spy address, filter or replay source is invalid, or the spy stream failed."""
+
+
+class WalletError(RelayerError):
+    """A wallet file is missing, unreadable or does not hold a usable key (never shows the key)."""
+
+
+class TableError(RelayerError):
+    """The Redis tables refused an operation."""
+
+
+class LeaseLostError(TableError):
+    """This worker's lease expired or was taken over: it must stop before submitting anything."""
+
+
+class UnknownRequestError(TableError):
+    """No request with that digest is in the table the operation expected it in."""
+
+
+class AdapterError(RelayerError):
+    """A chain adapter failed."""
+
+
+class SubmitError(AdapterError):
+    """A submission was refused or failed; the worker retries it with backoff."""
+
+
+class UnknownSubmissionError(AdapterError):
+    """Finality was asked about a submission id the chain does not know."""

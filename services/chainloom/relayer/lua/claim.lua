@@ -1,0 +1,19 @@
+-- A worker claims up to N due requests of its chain from Incoming into its own In-Work.
+-- KEYS[1] lease:<worker>  KEYS[2] incoming:<chain>  KEYS[3] inwork:<worker>
+-- KEYS[4] loc hash        KEYS[5] req hash
+-- ARGV[1] lease token  ARGV[2] now  ARGV[3] limit  ARGV[4] location code 'W:<worker>'
+-- ARGV[5] lease ttl in ms (renewed by the claim)
+-- Returns the claimed requests' JSON; an error reply LEASE_LOST when the lease is not ours.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return redis.error_reply('LEASE_LOST worker lease expired or held by another instance')
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
+local out = {}
+for _, digest in ipairs(ids) do
+  redis.call('ZREM', KEYS[2], digest)
+  redis.call('ZADD', KEYS[3], ARGV[2], digest)
+  redis.call('HSET', KEYS[4], digest, ARGV[4])
+  out[#out + 1] = redis.call('HGET', KEYS[5], digest)
+end
+return out

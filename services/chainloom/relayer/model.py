@@ -1,0 +1,273 @@
+"""The relay request and the rules that move it between tables, as pure data and functions.
+
+Why pure: the worker's decisions (retry or give up, how long to back off, what a rollback does
+to a request) are where the reference relayer went wrong, so they live here where a unit test
+can pin them down without Redis or a chain. The Redis adapter (:mod:`chainloom.relayer.tables`)
+only stores what these functions return, and the worker (:mod:`chainloom.relayer.worker`) only
+wires the two together.
+
+A request is stored in Redis as the JSON of :meth:`RelayRequest.to_json`. It never holds a
+secret: the wallet is named by its public address only (``submitted_by``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import json
+import random
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from chainloom.relayer.errors import RequestFormatError
+
+#: Version of the stored JSON form; bumped (with a new key prefix) if the form ever changes.
+REQUEST_FORMAT_VERSION = 1
+
+_DIGEST = re.compile(r"^0x[0-9a-f]{64}$")
+
+
+class Table(enum.Enum):
+    """Where a request is. Every request is in exactly one place (or nowhere once purged)."""
+
+    INCOMING = "incoming"
+    """Queued by the listener (or returned after a failure, rollback or crash); not in work."""
+    IN_WORK = "in_work"
+    """Claimed by one worker (per target chain + wallet) that is deciding or submitting it."""
+    PENDING_CONFIRMATION = "pending_confirmation"
+    """Submitted on chain; waiting for the chain adapter to report finality or a rollback."""
+    FAILED = "failed"
+    """Gave up after ``max_retries`` failures; kept until an operator retries or drops it."""
+    COMPLETED = "completed"
+    """The audit log of finished requests (confirmed or already redeemed), bounded in size."""
+
+
+class Finality(enum.Enum):
+    """What a chain says about a submission."""
+
+    PENDING = "pending"
+    """Not final yet: ask again later."""
+    FINAL = "final"
+    """Final: the transfer is redeemed for good."""
+    ROLLED_BACK = "rolled_back"
+    """The submission was dropped or reorganised away: the transfer must be submitted again."""
+
+
+class Outcome(enum.Enum):
+    """How a request left the queue, as recorded in the Completed log."""
+
+    CONFIRMED = "confirmed"
+    """This relayer's submission reached finality."""
+    ALREADY_REDEEMED = "already_redeemed"
+    """The transfer was redeemed before this relayer submitted it (someone scooped it)."""
+    DROPPED = "dropped"
+    """An operator dropped it from Failed."""
+
+
+def validate_digest(digest: str) -> str:
+    """Return ``digest`` if it is ``0x`` + 64 lower-case hex characters, else raise."""
+    if not isinstance(digest, str) or not _DIGEST.match(digest):
+        raise RequestFormatError(
+            f"digest must be '0x' followed by 64 lower-case hex characters, got {digest!r:.80}"
+        )
+    return digest
+
+
+@dataclass(frozen=True, slots=True)
+class RelayRequest:
+    """One signed VAA to redeem on its target chain, and its progress through the tables."""
+
+    digest: str
+    """The VAA digest, ``0x`` + 64 lower-case hex: the identity used for deduplication."""
+    vaa: bytes
+    """The signed VAA exactly as received."""
+    target_chain: int
+    """Wormhole chain id the transfer is redeemed on (selects the workers that may take it)."""
+    emitter_chain: int
+    """Wormhole chain id of the emitter (for operators and metrics)."""
+    sequence: int
+    """The emitter's sequence number (for operators and metrics)."""
+    retries: int = 0
+    """How many attempts failed so far."""
+    next_attempt_at: float = 0.0
+    """Unix time before which no worker may claim it again (0: immediately)."""
+    last_error: str | None = None
+    """The error of the last failed attempt, or of the rollback that returned it."""
+    enqueued_at: float = 0.0
+    """Unix time it first entered Incoming."""
+    submission_id: str | None = None
+    """The chain's id of the submission awaiting finality (only in Pending Confirmation)."""
+    submitted_by: str | None = None
+    """The worker (``<chain>:<wallet address>``) that made that submission; never a key."""
+    rollbacks: int = 0
+    """How many of its submissions were rolled back."""
+
+    def __post_init__(self) -> None:
+        validate_digest(self.digest)
+        for name in ("target_chain", "emitter_chain", "sequence", "retries", "rollbacks"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise RequestFormatError(f"{name} must be a non-negative integer, got {value!r}")
+        if not isinstance(self.vaa, bytes) or not self.vaa:
+            raise RequestFormatError("vaa must be non-empty bytes")
+
+    @property
+    def ready_at(self) -> float:
+        """The Incoming score: when it may be claimed (enqueue time for a fresh request)."""
+        return self.next_attempt_at if self.next_attempt_at > 0 else self.enqueued_at
+
+    def to_json(self) -> str:
+        """The stored form (compact JSON, VAA in base64). Holds no secret."""
+        return json.dumps(
+            {
+                "v": REQUEST_FORMAT_VERSION,
+                "digest": self.digest,
+                "vaa": base64.b64encode(self.vaa).decode("ascii"),
+                "target_chain": self.target_chain,
+                "emitter_chain": self.emitter_chain,
+                "sequence": self.sequence,
+                "retries": self.retries,
+                "next_attempt_at": self.next_attempt_at,
+                "last_error": self.last_error,
+                "enqueued_at": self.enqueued_at,
+                "submission_id": self.submission_id,
+                "submitted_by": self.submitted_by,
+                "rollbacks": self.rollbacks,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RelayRequest:
+        """Parse :meth:`to_json` output; raises :class:`RequestFormatError` naming the field."""
+        try:
+            data = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise RequestFormatError(f"stored request is not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise RequestFormatError("stored request is not a JSON object")
+        if data.get("v") != REQUEST_FORMAT_VERSION:
+            raise RequestFormatError(
+                f"stored request has format version {data.get('v')!r}, "
+                f"expected {REQUEST_FORMAT_VERSION}"
+            )
+        try:
+            vaa = base64.b64decode(_field(data, "vaa", str), validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise RequestFormatError(f"field 'vaa' is not base64: {exc}") from exc
+        return cls(
+            digest=_field(data, "digest", str),
+            vaa=vaa,
+            target_chain=_field(data, "target_chain", int),
+            emitter_chain=_field(data, "emitter_chain", int),
+            sequence=_field(data, "sequence", int),
+            retries=_field(data, "retries", int),
+            next_attempt_at=float(_field(data, "next_attempt_at", (int, float))),
+            last_error=_optional(data, "last_error"),
+            enqueued_at=float(_field(data, "enqueued_at", (int, float))),
+            submission_id=_optional(data, "submission_id"),
+            submitted_by=_optional(data, "submitted_by"),
+            rollbacks=_field(data, "rollbacks", int),
+        )
+
+
+def _field(data: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    if name not in data:
+        raise RequestFormatError(f"stored request lacks field {name!r}")
+    value = data[name]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise RequestFormatError(f"field {name!r} has the wrong type: {value!r:.80}")
+    return value
+
+
+def _optional(data: dict[str, Any], name: str) -> str | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, str):
+        raise RequestFormatError(f"field {name!r} must be a string or null: {value!r:.80}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Retry policy
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How failures are retried: exponential backoff with jitter, then Failed."""
+
+    max_retries: int = 10
+    """Failures allowed before the request goes to Failed (the reference's MAX_RETRIES)."""
+    base_delay: float = 1.0
+    """Seconds of backoff after the first failure; doubles with every further failure."""
+    max_delay: float = 3600.0
+    """Upper bound of one backoff, in seconds."""
+    jitter: float = 0.5
+    """Fraction of each backoff that is random, so failed requests do not retry in lockstep."""
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if not 0 <= self.base_delay <= self.max_delay:
+            raise ValueError("need 0 <= base_delay <= max_delay")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise ValueError(f"jitter must be within [0, 1], got {self.jitter}")
+
+    def backoff(self, retries: int, rng: random.Random) -> float:
+        """Seconds to wait before attempt ``retries + 1`` (``retries`` >= 1 failures so far)."""
+        ceiling = min(self.max_delay, self.base_delay * 2.0 ** max(0, retries - 1))
+        return ceiling * (1.0 - self.jitter) + ceiling * self.jitter * rng.random()
+
+
+@dataclass(frozen=True, slots=True)
+class FailureDecision:
+    """What to do with a request whose attempt failed."""
+
+    destination: Table
+    """:attr:`Table.INCOMING` (retry later) or :attr:`Table.FAILED` (give up)."""
+    request: RelayRequest
+    """The request as it must be stored there."""
+
+
+def after_failure(
+    request: RelayRequest, error: str, *, now: float, policy: RetryPolicy, rng: random.Random
+) -> FailureDecision:
+    """A failed attempt: one more retry with backoff, or Failed once past ``max_retries``."""
+    retries = request.retries + 1
+    if retries > policy.max_retries:
+        failed = replace(
+            request, retries=retries, last_error=error, next_attempt_at=0.0, submission_id=None
+        )
+        return FailureDecision(Table.FAILED, failed)
+    delay = policy.backoff(retries, rng)
+    retried = replace(
+        request,
+        retries=retries,
+        last_error=error,
+        next_attempt_at=now + delay,
+        submission_id=None,
+    )
+    return FailureDecision(Table.INCOMING, retried)
+
+
+def after_rollback(request: RelayRequest, *, now: float) -> RelayRequest:
+    """A rolled-back submission: back to Incoming at once (not a failure of this relayer)."""
+    return replace(
+        request,
+        rollbacks=request.rollbacks + 1,
+        last_error=f"submission {request.submission_id} was rolled back",
+        submission_id=None,
+        submitted_by=None,
+        next_attempt_at=now,
+    )
+
+
+def after_submission(request: RelayRequest, submission_id: str, worker_id: str) -> RelayRequest:
+    """A successful submission: the request as stored in Pending Confirmation."""
+    return replace(request, submission_id=submission_id, submitted_by=worker_id)
+
+
+def for_retry_from_failed(request: RelayRequest, *, now: float) -> RelayRequest:
+    """An operator's retry of a Failed request: a fresh retry budget, claimable at once."""
+    return replace(request, retries=0, next_attempt_at=now, submission_id=None)

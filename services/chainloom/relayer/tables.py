@@ -1,0 +1,453 @@
+"""The relay tables in Redis: Incoming, In-Work (per worker), Pending Confirmation, Failed,
+and a bounded Completed log, where every move is one atomic Lua step.
+
+Why Lua and a location index: the reference relayer claimed work with ``DEL`` then ``SET``
+(a crash between them lost the request), deduplicated with a read before a write (two guardians'
+copies could both get in), and left in-work items stuck after a crash. Here every request has
+exactly one location, recorded in the ``loc`` hash, and every script first checks that the
+request is where the caller believes it is, then moves it, in a single script that Redis runs
+atomically. A crash of the caller before or after the script changes nothing or everything;
+never half. See ``docs/relayer.md`` for the key layout and the crash analysis.
+
+Keys (``P`` is ``{<prefix>}``; the braces keep every key in one cluster slot, and the prefix
+carries a format version so a future layout can live next to this one)::
+
+    P:req                   hash    digest -> RelayRequest JSON (every request not yet purged)
+    P:loc                   hash    digest -> 'I' | 'W:<worker>' | 'P' | 'F'
+    P:incoming:<chain>      zset    digest -> time it may be claimed (enqueue time or backoff)
+    P:inwork:<worker>       zset    digest -> time claimed
+    P:pending:<chain>       zset    digest -> time of the next finality check
+    P:failed:<chain>        zset    digest -> time it failed for good
+    P:completed:<chain>     zset    digest -> time completed (bounded: oldest trimmed)
+    P:completed:<chain>:log hash    digest -> completion record JSON (same bound)
+    P:chains                set     target chains seen
+    P:workers               hash    worker id -> chain (workers that may hold In-Work items)
+    P:lease:<worker>        string  lease token of the live instance, with a TTL
+
+One pooled client per process: the caller passes its ``redis.Redis``; nothing here connects.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from chainloom.relayer._redis import sync
+from chainloom.relayer._redis import text as _text
+from chainloom.relayer.errors import LeaseLostError, TableError
+from chainloom.relayer.model import Outcome, RelayRequest, Table, validate_digest
+
+if TYPE_CHECKING:
+    import redis
+    from redis.commands.core import Script
+
+__all__ = ["DEFAULT_PREFIX", "EnqueueResult", "Move", "RelayTables", "Table"]
+
+DEFAULT_PREFIX = "chainloom:relay:v1"
+DEFAULT_COMPLETED_RETENTION = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """The answer of :meth:`RelayTables.enqueue`."""
+
+    accepted: bool
+    """True when the request was queued in Incoming by this call."""
+    table: Table | None
+    """Where the request already was when it was not accepted (None when accepted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One conditional move of a request out of In-Work or Pending Confirmation."""
+
+    request: RelayRequest
+    """The request as it must be stored at the destination."""
+    source: Table
+    """Where the caller believes it is: IN_WORK (of ``worker_id``), PENDING_CONFIRMATION or
+    FAILED. The move happens only if it is really there."""
+    destination: Table
+    """INCOMING, PENDING_CONFIRMATION, FAILED or COMPLETED (purge + Completed log)."""
+    worker_id: str | None = None
+    """The worker whose In-Work holds it (when ``source`` is IN_WORK)."""
+    score: float = 0.0
+    """Destination score: claim time (Incoming), next check (Pending), failure time (Failed)."""
+    outcome: Outcome | None = None
+    """Why it completed (when ``destination`` is COMPLETED)."""
+
+
+def _load(name: str) -> str:
+    return resources.files("chainloom.relayer").joinpath("lua", f"{name}.lua").read_text()
+
+
+_LOCATION_TABLES = {"I": Table.INCOMING, "P": Table.PENDING_CONFIRMATION, "F": Table.FAILED}
+
+
+def table_of_location(code: str) -> Table:
+    """The :class:`Table` a location code names."""
+    if code.startswith("W:"):
+        return Table.IN_WORK
+    if code == "C":
+        return Table.COMPLETED
+    try:
+        return _LOCATION_TABLES[code]
+    except KeyError:
+        raise TableError(f"unknown location code {code!r} in the loc hash") from None
+
+
+class RelayTables:
+    """The Redis adapter of the relay tables (see the module docstring for the layout)."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str = DEFAULT_PREFIX,
+        *,
+        completed_retention: int = DEFAULT_COMPLETED_RETENTION,
+    ) -> None:
+        if completed_retention < 1:
+            raise ValueError("completed_retention must be at least 1")
+        self.client = client
+        self.prefix = prefix
+        self.completed_retention = completed_retention
+        self._p = "{" + prefix + "}"
+        self._scripts: dict[str, Script] = {
+            name: client.register_script(_load(name))
+            for name in ("enqueue", "claim", "move", "complete", "due_pending", "reap", "lease")
+        }
+
+    # keys ---------------------------------------------------------------------------------
+    def key(self, *parts: object) -> str:
+        """The full key of one structure, e.g. ``key("incoming", 2)``."""
+        return ":".join([self._p, *(str(p) for p in parts)])
+
+    def _zset(self, table: Table, chain: int, worker_id: str | None = None) -> str:
+        if table is Table.INCOMING:
+            return self.key("incoming", chain)
+        if table is Table.IN_WORK:
+            if worker_id is None:
+                raise TableError("a move out of In-Work needs the worker id")
+            return self.key("inwork", worker_id)
+        if table is Table.PENDING_CONFIRMATION:
+            return self.key("pending", chain)
+        if table is Table.FAILED:
+            return self.key("failed", chain)
+        return self.key("completed", chain)
+
+    @staticmethod
+    def _code(table: Table, worker_id: str | None = None) -> str:
+        if table is Table.IN_WORK:
+            return f"W:{worker_id}"
+        if table is Table.INCOMING:
+            return "I"
+        if table is Table.PENDING_CONFIRMATION:
+            return "P"
+        if table is Table.FAILED:
+            return "F"
+        raise TableError(f"{table.value} has no location code")
+
+    # enqueue / locate / read ----------------------------------------------------------------
+    def _enqueue_call(self, request: RelayRequest, client: Any) -> Any:
+        chain = request.target_chain
+        return self._scripts["enqueue"](
+            keys=[
+                self.key("req"),
+                self.key("loc"),
+                self.key("completed", chain),
+                self.key("incoming", chain),
+                self.key("chains"),
+            ],
+            args=[request.digest, request.to_json(), repr(request.ready_at), chain],
+            client=client,
+        )
+
+    @staticmethod
+    def _enqueue_result(raw: bytes | str) -> EnqueueResult:
+        code = _text(raw)
+        if code == "":
+            return EnqueueResult(accepted=True, table=None)
+        return EnqueueResult(accepted=False, table=table_of_location(code))
+
+    def enqueue(self, request: RelayRequest) -> EnqueueResult:
+        """Queue ``request`` in Incoming unless its digest is in any table or the Completed log.
+
+        The check and the insert are one Lua step, so 19 copies of one VAA from 19 guardians,
+        arriving at once through several listeners, make exactly one request.
+        """
+        return self._enqueue_result(self._enqueue_call(request, self.client))
+
+    def enqueue_many(self, requests: Sequence[RelayRequest]) -> list[EnqueueResult]:
+        """:meth:`enqueue` for many requests in one pipeline (each still its own atomic step)."""
+        pipe = self.client.pipeline(transaction=False)
+        for request in requests:
+            self._enqueue_call(request, pipe)
+        return [self._enqueue_result(raw) for raw in pipe.execute()]
+
+    def locate(self, digest: str) -> Table | None:
+        """Where the request with ``digest`` is, COMPLETED if only in the log, None if unknown."""
+        validate_digest(digest)
+        raw = sync(self.client.hget(self.key("loc"), digest))
+        if raw is not None:
+            return table_of_location(_text(raw))
+        for chain in self.chains():
+            if sync(self.client.zscore(self.key("completed", chain), digest)) is not None:
+                return Table.COMPLETED
+        return None
+
+    def worker_of(self, digest: str) -> str | None:
+        """The worker whose In-Work holds ``digest``, if any."""
+        raw = sync(self.client.hget(self.key("loc"), digest))
+        code = _text(raw) if raw is not None else ""
+        return code[2:] if code.startswith("W:") else None
+
+    def get(self, digest: str) -> RelayRequest | None:
+        """The stored request (None once purged or unknown)."""
+        raw = sync(self.client.hget(self.key("req"), validate_digest(digest)))
+        return RelayRequest.from_json(raw) if raw is not None else None
+
+    def chains(self) -> list[int]:
+        """Target chains that ever had a request, ascending."""
+        return sorted(int(c) for c in sync(self.client.smembers(self.key("chains"))))
+
+    def workers(self) -> dict[str, int]:
+        """Registered workers (id -> chain): live ones and dead ones not yet reaped."""
+        raw = sync(self.client.hgetall(self.key("workers")))
+        return {_text(k): int(v) for k, v in raw.items()}
+
+    def depths(self) -> dict[Table, dict[int, int]]:
+        """Number of requests per table and target chain (COMPLETED: entries in the log)."""
+        chains = self.chains()
+        workers = self.workers()
+        pipe = self.client.pipeline(transaction=False)
+        plan: list[tuple[Table, int]] = []
+        for chain in chains:
+            for table in (
+                Table.INCOMING,
+                Table.PENDING_CONFIRMATION,
+                Table.FAILED,
+                Table.COMPLETED,
+            ):
+                pipe.zcard(self._zset(table, chain))
+                plan.append((table, chain))
+        for worker_id, chain in workers.items():
+            pipe.zcard(self.key("inwork", worker_id))
+            plan.append((Table.IN_WORK, chain))
+        out: dict[Table, dict[int, int]] = {t: dict.fromkeys(chains, 0) for t in Table}
+        for (table, chain), count in zip(plan, pipe.execute(), strict=True):
+            out[table][chain] = out[table].get(chain, 0) + int(count)
+        return out
+
+    # leases -------------------------------------------------------------------------------
+    def _lease(self, worker_id: str, token: str, ttl: float, action: str, chain: int) -> bool:
+        result = self._scripts["lease"](
+            keys=[self.key("lease", worker_id), self.key("workers")],
+            args=[token, max(1, int(ttl * 1000)), action, worker_id, chain],
+        )
+        return bool(int(result))
+
+    def acquire_lease(self, worker_id: str, chain: int, token: str, ttl: float) -> bool:
+        """Take the worker's lease (False while another instance, live or dead, holds it)."""
+        return self._lease(worker_id, token, ttl, "acquire", chain)
+
+    def renew_lease(self, worker_id: str, chain: int, token: str, ttl: float) -> bool:
+        """Extend our lease; False when it expired or was taken over (the worker must stop)."""
+        return self._lease(worker_id, token, ttl, "renew", chain)
+
+    def release_lease(self, worker_id: str, chain: int, token: str) -> bool:
+        """Give up our lease on a clean stop."""
+        return self._lease(worker_id, token, 1.0, "release", chain)
+
+    # worker steps -------------------------------------------------------------------------
+    def claim(
+        self,
+        worker_id: str,
+        chain: int,
+        token: str,
+        *,
+        limit: int,
+        lease_ttl: float,
+        now: float | None = None,
+    ) -> list[RelayRequest]:
+        """Move up to ``limit`` due requests of ``chain`` from Incoming into our In-Work.
+
+        Raises :class:`LeaseLostError` (and claims nothing) when our lease is gone.
+        """
+        import redis
+
+        moment = time.time() if now is None else now
+        try:
+            raw = self._scripts["claim"](
+                keys=[
+                    self.key("lease", worker_id),
+                    self.key("incoming", chain),
+                    self.key("inwork", worker_id),
+                    self.key("loc"),
+                    self.key("req"),
+                ],
+                args=[token, repr(moment), limit, f"W:{worker_id}", max(1, int(lease_ttl * 1000))],
+            )
+        except redis.ResponseError as exc:
+            if "LEASE_LOST" in str(exc):
+                raise LeaseLostError(
+                    f"worker {worker_id} lost its lease; it must stop and let the reaper act"
+                ) from None
+            raise
+        return [RelayRequest.from_json(item) for item in raw]
+
+    def in_work(self, worker_id: str) -> list[RelayRequest]:
+        """The requests in the In-Work table of ``worker_id`` (oldest claim first)."""
+        digests = sync(self.client.zrange(self.key("inwork", worker_id), 0, -1))
+        if not digests:
+            return []
+        raw = sync(self.client.hmget(self.key("req"), digests))
+        return [RelayRequest.from_json(item) for item in raw if item is not None]
+
+    def due_pending(
+        self, chain: int, *, limit: int, recheck_in: float, now: float | None = None
+    ) -> list[RelayRequest]:
+        """Pending Confirmation requests of ``chain`` due a finality check (their next check
+        is pushed ``recheck_in`` seconds ahead, so workers do not check them in parallel)."""
+        moment = time.time() if now is None else now
+        raw = self._scripts["due_pending"](
+            keys=[self.key("pending", chain), self.key("req")],
+            args=[repr(moment), limit, repr(moment + recheck_in)],
+        )
+        return [RelayRequest.from_json(item) for item in raw if item is not None]
+
+    def _move_call(self, move: Move, client: Any, now: float) -> Any:
+        request = move.request
+        chain = request.target_chain
+        source_key = self._zset(move.source, chain, move.worker_id)
+        expected = self._code(move.source, move.worker_id)
+        if move.destination is Table.COMPLETED:
+            outcome = move.outcome.value if move.outcome else Outcome.CONFIRMED.value
+            entry = json.dumps(
+                {
+                    "outcome": outcome,
+                    "completed_at": now,
+                    "submission_id": request.submission_id,
+                    "worker": move.worker_id or request.submitted_by,
+                    "retries": request.retries,
+                    "rollbacks": request.rollbacks,
+                    "emitter_chain": request.emitter_chain,
+                    "sequence": request.sequence,
+                    "enqueued_at": request.enqueued_at,
+                },
+                separators=(",", ":"),
+            )
+            return self._scripts["complete"](
+                keys=[
+                    self.key("loc"),
+                    self.key("req"),
+                    source_key,
+                    self.key("completed", chain),
+                    self.key("completed", chain, "log"),
+                ],
+                args=[request.digest, expected, repr(now), entry, self.completed_retention],
+                client=client,
+            )
+        if move.destination is Table.IN_WORK:
+            raise TableError("requests enter In-Work only by claim()")
+        return self._scripts["move"](
+            keys=[
+                self.key("loc"),
+                self.key("req"),
+                source_key,
+                self._zset(move.destination, chain),
+            ],
+            args=[
+                request.digest,
+                expected,
+                self._code(move.destination),
+                repr(move.score),
+                request.to_json(),
+            ],
+            client=client,
+        )
+
+    def apply(self, moves: Iterable[Move], *, now: float | None = None) -> list[bool]:
+        """Apply moves in one pipeline; each is its own atomic, conditional step.
+
+        Returns, per move, whether it happened (False: the request was not at ``source``, e.g.
+        a reaper returned it to Incoming after this worker's lease expired).
+        """
+        moment = time.time() if now is None else now
+        pipe = self.client.pipeline(transaction=False)
+        count = 0
+        for move in moves:
+            self._move_call(move, pipe, moment)
+            count += 1
+        if count == 0:
+            return []
+        return [bool(int(r)) for r in pipe.execute()]
+
+    def move(self, move: Move, *, now: float | None = None) -> bool:
+        """Apply one move (see :meth:`apply`)."""
+        moment = time.time() if now is None else now
+        return bool(int(self._move_call(move, self.client, moment)))
+
+    # crash recovery -----------------------------------------------------------------------
+    def reap(self, worker_id: str, chain: int, *, now: float | None = None) -> int:
+        """Return a dead worker's In-Work requests to Incoming (-1 if its lease is alive)."""
+        moment = time.time() if now is None else now
+        result = self._scripts["reap"](
+            keys=[
+                self.key("lease", worker_id),
+                self.key("inwork", worker_id),
+                self.key("incoming", chain),
+                self.key("loc"),
+                self.key("workers"),
+            ],
+            args=[f"W:{worker_id}", repr(moment), worker_id],
+        )
+        return int(result)
+
+    def reap_expired(self, *, now: float | None = None) -> dict[str, int]:
+        """Reap every registered worker whose lease has expired; worker id -> requests returned."""
+        reaped: dict[str, int] = {}
+        for worker_id, chain in self.workers().items():
+            returned = self.reap(worker_id, chain, now=now)
+            if returned >= 0:
+                reaped[worker_id] = returned
+        return reaped
+
+    # Failed and Completed -------------------------------------------------------------------
+    def failed(self, chain: int | None = None, *, limit: int = 1000) -> list[RelayRequest]:
+        """Requests in Failed (of one chain, or all), oldest failure first."""
+        chains = [chain] if chain is not None else self.chains()
+        out: list[RelayRequest] = []
+        for target in chains:
+            digests = sync(self.client.zrange(self.key("failed", target), 0, limit - 1))
+            if digests:
+                raw = sync(self.client.hmget(self.key("req"), digests))
+                out += [RelayRequest.from_json(item) for item in raw if item is not None]
+        return out[:limit]
+
+    def retry_failed(self, digest: str, *, now: float | None = None) -> bool:
+        """Move a Failed request back to Incoming with a fresh retry budget."""
+        from chainloom.relayer.model import for_retry_from_failed
+
+        request = self.get(digest)
+        if request is None:
+            return False
+        moment = time.time() if now is None else now
+        fresh = for_retry_from_failed(request, now=moment)
+        return self.move(Move(fresh, Table.FAILED, Table.INCOMING, score=moment), now=moment)
+
+    def drop_failed(self, digest: str, *, now: float | None = None) -> bool:
+        """Purge a Failed request, recording it in the Completed log as dropped."""
+        request = self.get(digest)
+        if request is None:
+            return False
+        return self.move(
+            Move(request, Table.FAILED, Table.COMPLETED, outcome=Outcome.DROPPED), now=now
+        )
+
+    def completed_log(self, chain: int) -> dict[str, dict[str, Any]]:
+        """The Completed log of ``chain``: digest -> completion record."""
+        raw = sync(self.client.hgetall(self.key("completed", chain, "log")))
+        return {_text(k): json.loads(v) for k, v in raw.items()}
