@@ -1,0 +1,425 @@
+"""The Bigtable adapter: connection settings, table administration, and raw table I/O.
+
+Everything that touches google-cloud-bigtable lives here. Administration uses the classic admin
+client (families and GC rules); reads and writes use the data client (``bulk_mutate_rows``,
+``check_and_mutate_row``, ``read_rows``). The writer's batching, retry and back-off policy is
+in :mod:`chainloom.eventstore.writer`; this module only performs single calls and translates
+their results.
+
+The emulator is used when ``BIGTABLE_EMULATOR_HOST`` is set (the client reads it itself).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chainloom.eventstore import schema
+from chainloom.eventstore.cells import Cell
+from chainloom.eventstore.errors import StoreConfigError, TableMissingError
+from chainloom.eventstore.planner import IndexEntry, RowSnapshot
+
+ENV_PROJECT = "CHAINLOOM_BIGTABLE_PROJECT"
+ENV_INSTANCE = "CHAINLOOM_BIGTABLE_INSTANCE"
+ENV_TABLE = "CHAINLOOM_BIGTABLE_TABLE"
+ENV_INDEX_TABLE = "CHAINLOOM_BIGTABLE_INDEX_TABLE"
+EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
+DEFAULT_TABLE = "wormhole-events"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """Where the events live."""
+
+    project: str
+    """Google Cloud project (any name on the emulator)."""
+    instance: str
+    """Bigtable instance (any name on the emulator)."""
+    table: str
+    """The events table."""
+    index_table: str
+    """The secondary-index table (by default ``<table>-index``)."""
+    operation_timeout: float = 30.0
+    """Per-call time budget in seconds, including the client's own retries."""
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        project: str | None = None,
+        instance: str | None = None,
+        table: str | None = None,
+        index_table: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> StoreSettings:
+        """Options first, then ``CHAINLOOM_BIGTABLE_*``; on the emulator project and instance
+        default to ``chainloom`` / ``local``."""
+        env = os.environ if environ is None else environ
+        on_emulator = bool(env.get(EMULATOR_ENV))
+        project = project or env.get(ENV_PROJECT) or ("chainloom" if on_emulator else None)
+        instance = instance or env.get(ENV_INSTANCE) or ("local" if on_emulator else None)
+        if not project or not instance:
+            missing = [n for n, v in (("project", project), ("instance", instance)) if not v]
+            raise StoreConfigError(
+                f"Bigtable {' and '.join(missing)} not set: pass --project/--instance or set "
+                f"{ENV_PROJECT}/{ENV_INSTANCE} (or {EMULATOR_ENV} for the emulator)"
+            )
+        table = table or env.get(ENV_TABLE) or DEFAULT_TABLE
+        index_table = index_table or env.get(ENV_INDEX_TABLE) or f"{table}-index"
+        return cls(project, instance, table, index_table)
+
+
+# ------------------------------------------------------------------------------------------
+# Administration
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyDrift:
+    """One difference between a live table and the schema."""
+
+    table: str
+    """Table id."""
+    family: str
+    """Column family."""
+    problem: str
+    """``missing``, ``gc_rule`` (a different GC policy) or ``unexpected`` (not in the schema)."""
+    expected: str | None
+    """The schema's GC rule, as text (None for an unexpected family)."""
+    actual: str | None
+    """The live GC rule, as text (None for a missing family)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaReport:
+    """The result of creating or checking the tables."""
+
+    created_tables: tuple[str, ...]
+    """Tables this call created (with every family)."""
+    drift: tuple[FamilyDrift, ...]
+    """Differences found in tables that already existed (nothing is changed)."""
+
+    @property
+    def in_sync(self) -> bool:
+        return not self.drift
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "created_tables": list(self.created_tables),
+            "in_sync": self.in_sync,
+            "drift": [
+                {
+                    "table": d.table,
+                    "family": d.family,
+                    "problem": d.problem,
+                    "expected": d.expected,
+                    "actual": d.actual,
+                }
+                for d in self.drift
+            ],
+        }
+
+
+def describe_gc_rule(rule: Any) -> str:
+    """A GC rule as short text: ``max_versions=1``, ``max_age=86400s``, ``none``."""
+    from google.cloud.bigtable import column_family as cf
+
+    if rule is None:
+        return "none"
+    if isinstance(rule, cf.MaxVersionsGCRule):
+        return f"max_versions={rule.max_num_versions}"
+    if isinstance(rule, cf.MaxAgeGCRule):
+        return f"max_age={int(rule.max_age.total_seconds())}s"
+    if isinstance(rule, cf.GCRuleUnion):
+        return "union(" + ", ".join(describe_gc_rule(r) for r in rule.rules) + ")"
+    if isinstance(rule, cf.GCRuleIntersection):
+        return "intersection(" + ", ".join(describe_gc_rule(r) for r in rule.rules) + ")"
+    return repr(rule)
+
+
+def _admin_instance(settings: StoreSettings) -> Any:
+    from google.cloud.bigtable import Client
+
+    client = Client(project=settings.project, admin=True)
+    return client.instance(settings.instance)
+
+
+def _spec_rule(spec: schema.FamilySpec) -> Any:
+    from google.cloud.bigtable import column_family as cf
+
+    return cf.MaxVersionsGCRule(spec.max_versions)
+
+
+def _table_drift(
+    table_id: str, live: Mapping[str, Any], specs: Sequence[schema.FamilySpec]
+) -> list[FamilyDrift]:
+    drift = []
+    wanted = {spec.name: spec for spec in specs}
+    for spec in specs:
+        expected = describe_gc_rule(_spec_rule(spec))
+        if spec.name not in live:
+            drift.append(FamilyDrift(table_id, spec.name, "missing", expected, None))
+            continue
+        actual = describe_gc_rule(live[spec.name].gc_rule)
+        if actual != expected:
+            drift.append(FamilyDrift(table_id, spec.name, "gc_rule", expected, actual))
+    for name in sorted(set(live) - set(wanted)):
+        drift.append(
+            FamilyDrift(table_id, name, "unexpected", None, describe_gc_rule(live[name].gc_rule))
+        )
+    return drift
+
+
+def _tables(settings: StoreSettings) -> list[tuple[str, tuple[schema.FamilySpec, ...]]]:
+    return [
+        (settings.table, schema.EVENT_FAMILIES),
+        (settings.index_table, schema.INDEX_FAMILIES),
+    ]
+
+
+def ensure_schema(settings: StoreSettings) -> SchemaReport:
+    """Create missing tables with every family and GC rule; report drift in existing ones.
+
+    Idempotent. Existing tables are never altered: drift is returned as data so an operator
+    can decide (see :func:`reconcile_schema`).
+    """
+    instance = _admin_instance(settings)
+    created: list[str] = []
+    drift: list[FamilyDrift] = []
+    for table_id, specs in _tables(settings):
+        table = instance.table(table_id)
+        if not table.exists():
+            table.create(column_families={spec.name: _spec_rule(spec) for spec in specs})
+            created.append(table_id)
+            continue
+        drift += _table_drift(table_id, table.list_column_families(), specs)
+    return SchemaReport(tuple(created), tuple(drift))
+
+
+def check_schema(settings: StoreSettings) -> SchemaReport:
+    """Report drift without creating anything (a missing table raises)."""
+    instance = _admin_instance(settings)
+    drift: list[FamilyDrift] = []
+    for table_id, specs in _tables(settings):
+        table = instance.table(table_id)
+        if not table.exists():
+            raise TableMissingError(table_id)
+        drift += _table_drift(table_id, table.list_column_families(), specs)
+    return SchemaReport((), tuple(drift))
+
+
+def reconcile_schema(settings: StoreSettings, drift: Iterable[FamilyDrift]) -> None:
+    """Create missing families and reset GC rules named in ``drift`` (unexpected families are
+    left alone: deleting data is never automatic)."""
+    instance = _admin_instance(settings)
+    specs = {(t, s.name): s for t, ss in _tables(settings) for s in ss}
+    for item in drift:
+        spec = specs.get((item.table, item.family))
+        if spec is None:
+            continue
+        family = instance.table(item.table).column_family(item.family, _spec_rule(spec))
+        if item.problem == "missing":
+            family.create()
+        elif item.problem == "gc_rule":
+            family.update()
+
+
+def drop_tables(settings: StoreSettings) -> None:
+    """Delete both tables (tests and `events init --recreate`)."""
+    instance = _admin_instance(settings)
+    for table_id, _ in _tables(settings):
+        table = instance.table(table_id)
+        if table.exists():
+            table.delete()
+
+
+# ------------------------------------------------------------------------------------------
+# Data plane
+
+
+class BigtableTables:
+    """Reads and writes of the events and index tables through the data client."""
+
+    def __init__(self, settings: StoreSettings) -> None:
+        from google.cloud.bigtable.data import BigtableDataClient
+
+        self.settings = settings
+        self._client = BigtableDataClient(project=settings.project)
+        timeout = settings.operation_timeout
+        options = {
+            "default_operation_timeout": timeout,
+            "default_attempt_timeout": min(timeout, 10.0),
+            "default_read_rows_operation_timeout": timeout,
+            "default_read_rows_attempt_timeout": min(timeout, 10.0),
+            "default_mutate_rows_operation_timeout": timeout,
+            "default_mutate_rows_attempt_timeout": min(timeout, 10.0),
+        }
+        self.events = self._client.get_table(settings.instance, settings.table, **options)
+        self.index = self._client.get_table(settings.instance, settings.index_table, **options)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> BigtableTables:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def read_event_rows(
+        self, row_keys: Iterable[str], families: Sequence[str] | None = None
+    ) -> dict[str, RowSnapshot]:
+        """The latest cell of every column of each existing row."""
+        from google.cloud.bigtable.data import ReadRowsQuery
+        from google.cloud.bigtable.data import row_filters as rf
+
+        wanted: list[str | bytes] = sorted(set(row_keys))
+        if not wanted:
+            return {}
+        row_filter: rf.RowFilter = rf.CellsColumnLimitFilter(1)
+        if families:
+            row_filter = rf.RowFilterChain(
+                [rf.FamilyNameRegexFilter(_alternation(families)), rf.CellsColumnLimitFilter(1)]
+            )
+        rows = self.events.read_rows(ReadRowsQuery(row_keys=wanted, row_filter=row_filter))
+        return {row.row_key.decode(): snapshot(row) for row in rows}
+
+    def read_index_rows(self, row_keys: Iterable[str]) -> dict[str, dict[str, bytes]]:
+        from google.cloud.bigtable.data import ReadRowsQuery
+        from google.cloud.bigtable.data import row_filters as rf
+
+        wanted: list[str | bytes] = sorted(set(row_keys))
+        if not wanted:
+            return {}
+        query = ReadRowsQuery(row_keys=wanted, row_filter=rf.CellsColumnLimitFilter(1))
+        return {
+            row.row_key.decode(): {c.qualifier.decode(): c.value for c in row.cells}
+            for row in self.index.read_rows(query)
+        }
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def bulk_write(
+        self, table: Any, entries: Sequence[tuple[str, Sequence[Cell] | Sequence[IndexEntry]]]
+    ) -> list[int]:
+        """Write entries with one MutateRows call; returns the indexes of failed entries.
+
+        A failure of the whole call (an outage) raises the client's exception.
+        """
+        from google.cloud.bigtable.data import MutationsExceptionGroup, RowMutationEntry
+
+        mutation_entries = [RowMutationEntry(key, _mutations(cells)) for key, cells in entries]
+        try:
+            table.bulk_mutate_rows(mutation_entries)
+        except MutationsExceptionGroup as group:
+            failed = sorted(
+                {e.index for e in group.exceptions if getattr(e, "index", None) is not None}
+            )
+            if not failed:
+                raise
+            return failed
+        return []
+
+    def write_if_unsigned(self, row_key: str, cells: Sequence[Cell]) -> bool:
+        """Write ``cells`` only if ``QuorumState:SignedVAA`` is absent; True if written."""
+        from google.cloud.bigtable.data import row_filters as rf
+
+        predicate = rf.RowFilterChain(
+            [
+                rf.FamilyNameRegexFilter(schema.QUORUM_STATE),
+                rf.ColumnQualifierRegexFilter(schema.Q.SIGNED_VAA.encode()),
+                rf.CellsColumnLimitFilter(1),
+                rf.StripValueTransformerFilter(True),
+            ]
+        )
+        matched = self.events.check_and_mutate_row(
+            row_key, predicate, false_case_mutations=_mutations(cells)
+        )
+        return not matched
+
+    # --- scans -----------------------------------------------------------------------------
+
+    def scan_events(
+        self,
+        ranges: Sequence[tuple[str, str]],
+        *,
+        families: Sequence[str] | None = None,
+        limit: int | None = None,
+        end_inclusive: bool = True,
+    ) -> Iterator[tuple[str, RowSnapshot]]:
+        """Rows of each range in turn (ranges are read one after the other, in the given order)."""
+        from google.cloud.bigtable.data import ReadRowsQuery, RowRange
+        from google.cloud.bigtable.data import row_filters as rf
+
+        remaining = limit
+        for start, end in ranges:
+            if remaining is not None and remaining <= 0:
+                return
+            row_filter: rf.RowFilter = rf.CellsColumnLimitFilter(1)
+            if families:
+                row_filter = rf.RowFilterChain(
+                    [rf.FamilyNameRegexFilter(_alternation(families)), row_filter]
+                )
+            query = ReadRowsQuery(
+                row_ranges=[
+                    RowRange(start, end, start_is_inclusive=True, end_is_inclusive=end_inclusive)
+                ],
+                limit=remaining or 0,
+                row_filter=row_filter,
+            )
+            for row in self.events.read_rows(query):
+                yield row.row_key.decode(), snapshot(row)
+                if remaining is not None:
+                    remaining -= 1
+
+    def scan_index(
+        self, start: str, end: str, *, limit: int | None = None, keys_only: bool = False
+    ) -> list[tuple[str, dict[str, bytes]]]:
+        """Index rows in ``[start, end)``."""
+        from google.cloud.bigtable.data import ReadRowsQuery, RowRange
+        from google.cloud.bigtable.data import row_filters as rf
+
+        row_filter: rf.RowFilter = rf.CellsColumnLimitFilter(1)
+        if keys_only:
+            row_filter = rf.RowFilterChain([row_filter, rf.StripValueTransformerFilter(True)])
+        query = ReadRowsQuery(
+            row_ranges=[RowRange(start, end)], limit=limit or 0, row_filter=row_filter
+        )
+        return [
+            (row.row_key.decode(), {c.qualifier.decode(): c.value for c in row.cells})
+            for row in self.index.read_rows(query)
+        ]
+
+
+def _alternation(names: Sequence[str]) -> str:
+    import re
+
+    return "^(" + "|".join(re.escape(n) for n in names) + ")$"
+
+
+def _mutations(cells: Sequence[Cell] | Sequence[IndexEntry]) -> list[Any]:
+    from google.cloud.bigtable.data import SetCell
+
+    out = []
+    for cell in cells:
+        if isinstance(cell, Cell):
+            out.append(SetCell(cell.family, cell.qualifier, cell.value, cell.timestamp_micros))
+        else:
+            out.append(
+                SetCell(schema.INDEX_FAMILY, cell.qualifier, cell.value, cell.timestamp_micros)
+            )
+    return out
+
+
+def snapshot(row: Any) -> RowSnapshot:
+    """A data-client row as family -> qualifier -> latest value."""
+    result: RowSnapshot = {}
+    for cell in row.cells:
+        family = result.setdefault(cell.family, {})
+        qualifier = cell.qualifier.decode()
+        if qualifier not in family:
+            family[qualifier] = cell.value
+    return result

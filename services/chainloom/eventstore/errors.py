@@ -1,0 +1,74 @@
+"""Errors of the Wormhole event store.
+
+Malformed and unverifiable VAAs are refused with the core library's own errors
+(:mod:`chainloom.wormhole.errors`); the errors here are about the store itself: a key a user
+typed that is not a message id, a table that is not there, a Bigtable outage that outlived the
+retries, a price source that cannot answer::
+
+    EventStoreError
+    ├── MessageKeyError        text that is not CHAIN/EMITTER/SEQ or a row key
+    ├── StoreConfigError       project / instance / table missing from options and environment
+    ├── TableMissingError      the events or index table does not exist (run `events init`)
+    ├── StoreUnavailableError  Bigtable kept failing after every retry; rows stay queued
+    ├── UnverifiedVAAError     a VAA whose signatures do not match its guardian set
+    └── PriceSourceError       a price file is malformed or a price API failed
+"""
+
+from __future__ import annotations
+
+from chainloom.errors import ChainloomError
+
+
+class EventStoreError(ChainloomError):
+    """Base class of the event store's errors."""
+
+
+class MessageKeyError(EventStoreError, ValueError):
+    """A message id or row key could not be parsed."""
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(f"{text!r} is not a message id: {reason}")
+        self.text = text
+        self.reason = reason
+
+
+class StoreConfigError(EventStoreError):
+    """The connection settings are incomplete."""
+
+
+class TableMissingError(EventStoreError):
+    """A table the store needs does not exist."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(
+            f"Bigtable table {table!r} does not exist; create it with `chainloom events init`"
+        )
+        self.table = table
+
+
+class StoreUnavailableError(EventStoreError):
+    """Bigtable could not be reached (or kept failing) after every retry.
+
+    The rows that were not written are still queued in the writer; flushing again retries them.
+    """
+
+    def __init__(self, attempts: int, pending_rows: int, cause: BaseException) -> None:
+        super().__init__(
+            f"Bigtable is unavailable after {attempts} attempts ({cause.__class__.__name__}: "
+            f"{cause}); {pending_rows} rows are still queued and will be retried"
+        )
+        self.attempts = attempts
+        self.pending_rows = pending_rows
+
+
+class UnverifiedVAAError(EventStoreError):
+    """A VAA's signatures do not match the guardian set it names."""
+
+    def __init__(self, message_id: str, reason: str) -> None:
+        super().__init__(f"VAA {message_id} does not verify: {reason}")
+        self.message_id = message_id
+        self.reason = reason
+
+
+class PriceSourceError(EventStoreError):
+    """A price source is misconfigured, malformed or failed to answer."""

@@ -1,0 +1,496 @@
+"""The event writer: verify, plan against the stored rows, and write in large batches.
+
+Why it is shaped this way:
+
+* **Refuse before queueing.** Inputs are parsed and verified when submitted; a malformed VAA
+  raises the core library's :class:`~chainloom.wormhole.errors.VAAParseError` and a VAA whose
+  signatures do not match its guardian set raises :class:`UnverifiedVAAError`, so nothing
+  stored is ever touched by bad input. :meth:`EventWriter.put_many` counts them and goes on.
+* **One read per batch, then only differences.** A flush reads the latest cells of every row
+  in the batch with one ReadRows call, plans each input (:mod:`chainloom.eventstore.planner`)
+  and writes only cells that change, so the spy's many repeats cost a read and no write.
+* **Big batches.** Unconditional cells go out through ``bulk_mutate_rows`` with
+  ``flush_rows`` rows per request (default 500 rows, about 8,000 mutations for ~16-cell rows,
+  against the client batcher's default of 1,000 mutations = ~62 rows; the server limit is
+  100,000 mutations).
+* **Quorum is conditional.** A row that gets its first ``QuorumState:SignedVAA`` is written by
+  ``check_and_mutate_row`` (predicate: SignedVAA exists; false branch: the row's cells), run
+  concurrently for the batch. A writer that loses the race re-plans the input, which then
+  becomes an update or a conflict.
+* **Outages.** Transient Bigtable errors are retried with exponential back-off; inputs leave
+  the queue only once written, and when retries run out :class:`StoreUnavailableError` says
+  how many are still queued (a later :meth:`flush` retries them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import partial
+from typing import Any
+
+from chainloom.eventstore import keys, schema
+from chainloom.eventstore.bigtable import BigtableTables
+from chainloom.eventstore.cells import asset_info
+from chainloom.eventstore.encoding import decode_decimal
+from chainloom.eventstore.enrichment import AssetInfo, WrappedAsset
+from chainloom.eventstore.errors import (
+    PriceSourceError,
+    StoreUnavailableError,
+    UnverifiedVAAError,
+)
+from chainloom.eventstore.planner import (
+    EnrichmentContext,
+    MessageInput,
+    Outcome,
+    RowPlan,
+    RowSnapshot,
+    apply_plan,
+    plan_message,
+    transfer_of,
+)
+from chainloom.eventstore.prices import PriceSource
+from chainloom.eventstore.schema import Q
+from chainloom.wormhole import (
+    VAA,
+    AssetMeta,
+    GuardianSets,
+    KnownEmitters,
+    SignatureCache,
+    decode_payload,
+    parse_vaa,
+    verify_vaa,
+)
+from chainloom.wormhole.errors import WormholeError
+
+DEFAULT_FLUSH_ROWS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class WriterConfig:
+    """Batching and retry settings."""
+
+    flush_rows: int = DEFAULT_FLUSH_ROWS
+    """Inputs per flush (one ReadRows + one MutateRows per flush)."""
+    max_attempts: int = 5
+    """Attempts per flush before :class:`StoreUnavailableError`."""
+    backoff_initial: float = 0.2
+    """First back-off delay in seconds; doubles per attempt."""
+    backoff_max: float = 5.0
+    """Longest back-off delay."""
+    conditional_workers: int = 8
+    """Concurrent check-and-mutate calls for rows reaching quorum."""
+
+
+@dataclass(slots=True)
+class PutSummary:
+    """What a series of puts did."""
+
+    new: int = 0
+    """Rows created."""
+    updated: int = 0
+    """Rows that gained cells (signatures, quorum, enrichment)."""
+    unchanged: int = 0
+    """Inputs that added nothing (repeats)."""
+    conflicting: int = 0
+    """Inputs whose digest differs from the stored VAA of the same message id."""
+    refused: int = 0
+    """Malformed or unverifiable inputs (nothing written)."""
+    refusals: list[tuple[str, str]] = field(default_factory=list)
+    """(input label, error) for each refusal."""
+    conflicts: list[tuple[str, str]] = field(default_factory=list)
+    """(message id, conflicting digest) for each conflict."""
+    enrichment_errors: list[str] = field(default_factory=list)
+    """Price-source failures (the row is stored without NotionalUSD)."""
+
+    def count(self, plan: RowPlan, message_id: str) -> None:
+        if plan.outcome is Outcome.NEW:
+            self.new += 1
+        elif plan.outcome is Outcome.UPDATED:
+            self.updated += 1
+        elif plan.outcome is Outcome.UNCHANGED:
+            self.unchanged += 1
+        else:
+            self.conflicting += 1
+            self.conflicts.append((message_id, "0x" + (plan.conflict_digest or "")))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "new": self.new,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "conflicting": self.conflicting,
+            "refused": self.refused,
+            "refusals": [{"input": i, "error": e} for i, e in self.refusals],
+            "conflicts": [{"message_id": m, "digest": d} for m, d in self.conflicts],
+            "enrichment_errors": list(self.enrichment_errors),
+        }
+
+
+def _transient_errors() -> tuple[type[BaseException], ...]:
+    from google.api_core import exceptions as gexc
+    from google.cloud.bigtable.data.exceptions import (
+        MutationsExceptionGroup,
+        RetryExceptionGroup,
+    )
+
+    return (gexc.GoogleAPIError, MutationsExceptionGroup, RetryExceptionGroup, _IndexWriteError)
+
+
+class EventWriter:
+    """Stores VAAs in the events table and keeps the index table in step."""
+
+    def __init__(
+        self,
+        tables: BigtableTables,
+        guardian_sets: GuardianSets,
+        *,
+        emitters: KnownEmitters | None = None,
+        prices: PriceSource | None = None,
+        config: WriterConfig | None = None,
+        signature_cache: SignatureCache | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.tables = tables
+        self.guardian_sets = guardian_sets
+        self.emitters = emitters
+        self.prices = prices
+        self.config = config or WriterConfig()
+        self.signature_cache = signature_cache
+        self.summary = PutSummary()
+        """Running totals since the writer was created."""
+        self._queue: list[MessageInput] = []
+        self._sleep = sleep
+        self._pool = ThreadPoolExecutor(max_workers=self.config.conditional_workers)
+        self._assets: dict[tuple[int, str], AssetInfo] = {}
+
+    # --- intake ----------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Inputs queued and not yet written."""
+        return len(self._queue)
+
+    def prepare(
+        self,
+        data: bytes | VAA,
+        *,
+        initiating_tx_id: str | None = None,
+        sender: str | None = None,
+    ) -> MessageInput:
+        """Parse and verify one VAA.
+
+        Raises the core library's parse errors for malformed bytes and
+        :class:`UnverifiedVAAError` when a signature does not match its guardian slot (or the
+        guardian set is unknown). Fewer signatures than quorum are accepted: they are the
+        "signatures seen" phase, stored without ``QuorumState:SignedVAA``.
+        """
+        if isinstance(data, VAA):
+            vaa, raw = data, data.to_bytes()
+        else:
+            raw = bytes(data)
+            vaa = parse_vaa(raw)
+        if not vaa.signatures:
+            signers: dict[int, str] = {}
+            quorum_met = False
+        else:
+            verification = verify_vaa(vaa, self.guardian_sets, cache=self.signature_cache)
+            try:
+                expected = self.guardian_sets.get(vaa.guardian_set_index).checksummed
+            except WormholeError as error:
+                raise UnverifiedVAAError(vaa.message_id, str(error)) from None
+            matched = len(verification.signers) == len(vaa.signatures) and all(
+                signer == expected[sig.guardian_index]
+                for signer, sig in zip(verification.signers, vaa.signatures, strict=True)
+            )
+            if not matched:
+                raise UnverifiedVAAError(
+                    vaa.message_id, verification.reason or "signatures do not match"
+                )
+            signers = {
+                sig.guardian_index: signer
+                for sig, signer in zip(vaa.signatures, verification.signers, strict=True)
+            }
+            quorum_met = verification.quorum_met
+        return MessageInput(
+            vaa=vaa,
+            raw=raw,
+            signers=signers,
+            quorum_met=quorum_met,
+            payload=decode_payload(vaa, emitters=self.emitters),
+            initiating_tx_id=keys.normalize_tx_id(initiating_tx_id) if initiating_tx_id else None,
+            sender=sender,
+        )
+
+    def submit(
+        self,
+        data: bytes | VAA,
+        *,
+        initiating_tx_id: str | None = None,
+        sender: str | None = None,
+    ) -> None:
+        """Verify and queue one VAA; flushes when the queue reaches ``flush_rows``."""
+        self._queue.append(self.prepare(data, initiating_tx_id=initiating_tx_id, sender=sender))
+        if len(self._queue) >= self.config.flush_rows:
+            self.flush()
+
+    def put(
+        self,
+        data: bytes | VAA,
+        *,
+        initiating_tx_id: str | None = None,
+        sender: str | None = None,
+    ) -> Outcome:
+        """Store one VAA now and say what it did to its row."""
+        self.flush()
+        self._queue.append(self.prepare(data, initiating_tx_id=initiating_tx_id, sender=sender))
+        plans = self.flush()
+        return plans[-1].outcome
+
+    def put_many(
+        self, inputs: Iterable[bytes | tuple[str, bytes]], *, flush: bool = True
+    ) -> PutSummary:
+        """Store many VAAs; bad ones are counted in the summary, not raised.
+
+        ``inputs`` are raw VAAs or (label, raw) pairs; the label names an input in refusals.
+        Returns the summary of this call only.
+        """
+        before = _copy(self.summary)
+        for position, item in enumerate(inputs):
+            label, raw = item if isinstance(item, tuple) else (f"input {position + 1}", item)
+            try:
+                self.submit(raw)
+            except (WormholeError, UnverifiedVAAError) as error:
+                self.summary.refused += 1
+                self.summary.refusals.append((label, str(error)))
+        if flush:
+            self.flush()
+        return _difference(self.summary, before)
+
+    # --- lifecycle helpers -----------------------------------------------------------------
+
+    def observe_publication(
+        self, vaa: VAA, initiating_tx_id: str, sender: str | None = None
+    ) -> Outcome:
+        """The message was observed on its source chain (a body, no signatures needed)."""
+        return self.put(vaa, initiating_tx_id=initiating_tx_id, sender=sender)
+
+    def register_wrapped_asset(
+        self, token_chain: int, token_address: str, target_chain: int, wrapped: WrappedAsset
+    ) -> None:
+        """Record which token a transfer of (token_chain, token_address) yields on a chain."""
+        from chainloom.eventstore.planner import IndexEntry
+
+        key = keys.wrapped_index_key(
+            token_chain, keys.normalize_emitter(token_address), target_chain
+        )
+        self._with_retries(
+            lambda: self.tables.bulk_write(
+                self.tables.index, [(key, [IndexEntry(key, "a", wrapped.to_json(), 0)])]
+            ),
+            lambda: 0,
+        )
+
+    # --- flushing --------------------------------------------------------------------------
+
+    def flush(self) -> list[RowPlan]:
+        """Write everything queued; returns the plans executed, in input order."""
+        done: list[RowPlan] = []
+        rounds = 0
+        while self._queue:
+            rounds += 1
+            batch = self._queue[: self.config.flush_rows]
+            written, retry = self._with_retries(
+                partial(self._write_batch, batch), self._pending_count
+            )
+            retry_ids = {id(item) for item in retry}
+            self._queue = [item for item in batch if id(item) in retry_ids] + self._queue[
+                len(batch) :
+            ]
+            for item, plan in written:
+                self.summary.count(plan, item.vaa.message_id)
+                done.append(plan)
+            if rounds > 1000:  # pragma: no cover - a livelock guard, never expected
+                raise RuntimeError("event writer made no progress")
+        return done
+
+    def _pending_count(self) -> int:
+        return len(self._queue)
+
+    def _with_retries(self, operation: Callable[[], Any], pending: Callable[[], int]) -> Any:
+        transient = _transient_errors()
+        delay = self.config.backoff_initial
+        for attempt in range(1, self.config.max_attempts + 1):
+            try:
+                return operation()
+            except transient as error:
+                if attempt == self.config.max_attempts:
+                    raise StoreUnavailableError(attempt, pending(), error) from error
+                self._sleep(delay)
+                delay = min(delay * 2, self.config.backoff_max)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _write_batch(
+        self, batch: list[MessageInput]
+    ) -> tuple[list[tuple[MessageInput, RowPlan]], list[MessageInput]]:
+        """One round: read, plan, write. Returns (written, to retry)."""
+        rows = self.tables.read_event_rows(item.vaa.row_key for item in batch)
+        self._load_assets(batch)
+        plans: list[tuple[MessageInput, RowPlan]] = []
+        for item in batch:
+            row = rows.setdefault(item.vaa.row_key, {})
+            plan = plan_message(item, row, self._context(item, row))
+            apply_plan(row, plan)
+            plans.append((item, plan))
+            if isinstance(item.payload, AssetMeta) and plan.cells:
+                self._remember_asset(asset_info(item.vaa.timestamp, item.payload))
+
+        retry: list[MessageInput] = []
+        written: list[tuple[MessageInput, RowPlan]] = []
+        conditional = [(item, plan) for item, plan in plans if plan.conditional]
+        plain = [(item, plan) for item, plan in plans if not plan.conditional and plan.cells]
+        # A row gets its SignedVAA (and everything planned with it) atomically, or not at all.
+        lost_race: set[int] = set()
+        if conditional:
+            results = list(
+                self._pool.map(
+                    lambda pair: self.tables.write_if_unsigned(pair[1].row_key, pair[1].cells),
+                    conditional,
+                )
+            )
+            lost_race = {
+                id(item) for (item, _), ok in zip(conditional, results, strict=True) if not ok
+            }
+        # A later input of the batch may depend on an earlier one that lost the race.
+        lost_rows = {item.vaa.row_key for item, _ in conditional if id(item) in lost_race}
+        retry += [item for item, plan in plans if plan.row_key in lost_rows]
+        plain = [(i, p) for i, p in plain if p.row_key not in lost_rows]
+        failed: set[int] = set()
+        if plain:
+            failed_indexes = self.tables.bulk_write(
+                self.tables.events, [(plan.row_key, plan.cells) for _, plan in plain]
+            )
+            failed = {id(plain[i][0]) for i in failed_indexes}
+            retry += [plain[i][0] for i in failed_indexes]
+        for item, plan in plans:
+            if plan.row_key in lost_rows or id(item) in failed:
+                continue
+            written.append((item, plan))
+        index_rows: dict[str, list[Any]] = {}
+        for _, plan in written:
+            for entry in plan.index:
+                index_rows.setdefault(entry.row_key, []).append(entry)
+        if index_rows:
+            failed_index = self.tables.bulk_write(self.tables.index, list(index_rows.items()))
+            if failed_index:
+                # Index cells are idempotent; rewrite the whole batch's entries next time.
+                raise _index_failure(len(failed_index))
+        return written, retry
+
+    # --- enrichment context ----------------------------------------------------------------
+
+    def _remember_asset(self, info: AssetInfo) -> None:
+        key = (info.token_chain, info.token_address)
+        known = self._assets.get(key)
+        if known is None or info.timestamp >= known.timestamp:
+            self._assets[key] = info
+
+    def _load_assets(self, batch: list[MessageInput]) -> None:
+        wanted: set[str] = set()
+        for item in batch:
+            transfer = transfer_of(item.payload)
+            if transfer is None:
+                continue
+            address = transfer.token_address.hex()
+            if (transfer.token_chain, address) not in self._assets:
+                wanted.add(keys.asset_index_key(transfer.token_chain, address))
+            if transfer.to_chain != transfer.token_chain:
+                wanted.add(keys.wrapped_index_key(transfer.token_chain, address, transfer.to_chain))
+        self._wrapped: dict[str, WrappedAsset] = {}
+        if not wanted:
+            return
+        for row_key, cells in self.tables.read_index_rows(wanted).items():
+            if row_key.startswith("asset:"):
+                _, chain_text, address = row_key.split(":")
+                for value in cells.values():
+                    self._remember_asset(AssetInfo.from_json(int(chain_text), address, value))
+            elif row_key.startswith("wrapped:") and "a" in cells:
+                self._wrapped[row_key] = WrappedAsset.from_json(cells["a"])
+
+    def _context(self, item: MessageInput, row: RowSnapshot) -> EnrichmentContext:
+        transfer = transfer_of(item.payload)
+        if transfer is None:
+            return EnrichmentContext()
+        address = transfer.token_address.hex()
+        asset = self._assets.get((transfer.token_chain, address))
+        wrapped = getattr(self, "_wrapped", {}).get(
+            keys.wrapped_index_key(transfer.token_chain, address, transfer.to_chain)
+        )
+        price: Decimal | None = None
+        stored_price = row.get(schema.TOKEN_TRANSFER_DETAILS, {}).get(Q.TOKEN_PRICE_USD)
+        if stored_price is not None:
+            price = decode_decimal(stored_price)
+        elif asset is not None and self.prices is not None:
+            try:
+                price = self.prices.price_usd(asset, item.vaa.timestamp)
+            except PriceSourceError as error:
+                self.summary.enrichment_errors.append(f"{item.vaa.message_id}: {error}")
+        return EnrichmentContext(asset=asset, wrapped=wrapped, price_usd=price)
+
+    def close(self) -> None:
+        """Flush what is queued and stop the worker threads."""
+        try:
+            self.flush()
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> EventWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.close()
+        else:
+            self._pool.shutdown(wait=True)
+
+
+class _IndexWriteError(Exception):
+    """Some index rows were not written; the round is retried (index cells are idempotent)."""
+
+
+def _index_failure(count: int) -> BaseException:
+    return _IndexWriteError(f"{count} index rows failed to write")
+
+
+def _copy(summary: PutSummary) -> PutSummary:
+    return PutSummary(
+        summary.new,
+        summary.updated,
+        summary.unchanged,
+        summary.conflicting,
+        summary.refused,
+        list(summary.refusals),
+        list(summary.conflicts),
+        list(summary.enrichment_errors),
+    )
+
+
+def _difference(after: PutSummary, before: PutSummary) -> PutSummary:
+    return PutSummary(
+        after.new - before.new,
+        after.updated - before.updated,
+        after.unchanged - before.unchanged,
+        after.conflicting - before.conflicting,
+        after.refused - before.refused,
+        after.refusals[len(before.refusals) :],
+        after.conflicts[len(before.conflicts) :],
+        after.enrichment_errors[len(before.enrichment_errors) :],
+    )
+
+
+def iter_chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
