@@ -1,10 +1,211 @@
-"""``chainloom vaa``: placeholder until its issue lands (see the issue tracker)."""
+"""``chainloom vaa``: decode, verify and generate Wormhole VAAs.
+
+Scripts depend on ``decode``'s output (one JSON object per input, keys fixed by the issue) and
+on its exit status: 2 when any input was malformed, each bad input named on stderr in one line,
+the good inputs still printed.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, TextIO
+
 import click
+
+if TYPE_CHECKING:
+    from chainloom.wormhole import GuardianSets, KnownEmitters
+
+_PREVIEW = 24
+
+
+def _inputs(values: tuple[str, ...], stdin: TextIO) -> Iterator[tuple[str, str]]:
+    """(label, text) for each input: arguments, or lines of stdin for ``-`` / none."""
+    if not values:
+        values = ("-",)
+    position = 0
+    for value in values:
+        if value == "-":
+            for line in stdin:
+                if line.strip():
+                    position += 1
+                    yield f"input {position}", line.strip()
+        else:
+            position += 1
+            yield f"input {position}", value
+
+
+def _preview(text: str) -> str:
+    return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "..."
+
+
+def _load_sets(spec: str) -> GuardianSets:
+    from chainloom.wormhole import DevGuardians, GuardianSets
+
+    if spec == "mainnet":
+        return GuardianSets.mainnet()
+    if spec == "devnet":
+        return GuardianSets.devnet()
+    if spec == "dev" or spec.startswith("dev:"):
+        count = int(spec[4:]) if spec.startswith("dev:") else 19
+        return DevGuardians(count=count).sets(0)
+    return GuardianSets.from_file(spec)
+
+
+def _known_emitters() -> KnownEmitters:
+    from chainloom.wormhole import CHAINS, devnet_emitters, mainnet_emitters
+
+    mainnet = mainnet_emitters()
+    return (
+        devnet_emitters()
+        .with_extra(token_bridge=mainnet.token_bridge, nft_bridge=mainnet.nft_bridge)
+        .with_dev_emitters(c for c in CHAINS if c)
+    )
 
 
 @click.group()
 def vaa() -> None:
-    """Not implemented yet."""
+    """Decode, verify and generate Wormhole VAAs."""
+
+
+@vaa.command()
+@click.option("--verify", is_flag=True, help="Recover the signers and check quorum.")
+@click.option(
+    "--guardian-set",
+    "guardian_set",
+    default="mainnet",
+    show_default=True,
+    metavar="mainnet|devnet|dev[:N]|PATH",
+    help="Guardian sets to verify against (dev = the test kit's N guardians, default 19).",
+)
+@click.option(
+    "--now",
+    type=int,
+    default=None,
+    help="Unix time for the guardian-set expiry rule (default: no expiry check).",
+)
+@click.option("--pretty", is_flag=True, help="Indent the JSON.")
+@click.argument("inputs", nargs=-1)
+def decode(
+    verify: bool, guardian_set: str, now: int | None, pretty: bool, inputs: tuple[str, ...]
+) -> None:
+    """Decode VAAs given as hex (with or without 0x) or base64.
+
+    With no INPUT, or INPUT '-', reads one VAA per line from stdin. Prints one JSON object
+    per input. Exits 2 if any input was malformed (after processing all of them).
+    """
+    from chainloom.wormhole import SignatureCache, decode_payload, parse_vaa_text, verify_vaa
+    from chainloom.wormhole.errors import WormholeError
+    from chainloom.wormhole.render import vaa_to_json
+
+    sets = None
+    if verify:
+        try:
+            sets = _load_sets(guardian_set)
+        except (WormholeError, ValueError) as error:
+            click.echo(f"error: --guardian-set {guardian_set}: {error}", err=True)
+            sys.exit(2)
+    emitters = _known_emitters()
+    cache = SignatureCache()
+    failed = False
+    out = sys.stdout
+    for label, text in _inputs(inputs, sys.stdin):
+        try:
+            parsed = parse_vaa_text(text)
+        except WormholeError as error:
+            failed = True
+            click.echo(f"error: {label} ({_preview(text)}): {error}", err=True)
+            continue
+        verification = verify_vaa(parsed, sets, now=now, cache=cache) if sets else None
+        view = vaa_to_json(parsed, decode_payload(parsed, emitters=emitters), verification)
+        out.write(json.dumps(view, indent=2 if pretty else None, ensure_ascii=False) + "\n")
+    out.flush()
+    if failed:
+        sys.exit(2)
+
+
+def _write_lines(lines: Iterable[str], output: TextIO) -> int:
+    written = 0
+    for line in lines:
+        output.write(line + "\n")
+        written += 1
+    return written
+
+
+@vaa.command()
+@click.option("--count", type=click.IntRange(min=0), required=True, help="VAAs to write.")
+@click.option(
+    "--seed", type=int, required=True, help="Seed of the workload (same seed, same VAAs)."
+)
+@click.option(
+    "--guardians",
+    type=click.IntRange(1, 255),
+    default=19,
+    show_default=True,
+    help="Size of the dev guardian set that signs.",
+)
+@click.option(
+    "--mix",
+    default=None,
+    metavar="KIND=W,...",
+    help="Weights of token_transfer, transfer_with_payload, asset_meta, nft_transfer, other, "
+    "and the rates duplicate=R, conflict=R (default: a mainnet-like mix).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["hex", "base64"]),
+    default="hex",
+    show_default=True,
+)
+@click.option(
+    "--guardian-set-index", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True
+)
+def generate(
+    *,
+    count: int,
+    seed: int,
+    guardians: int,
+    mix: str | None,
+    output_format: str,
+    guardian_set_index: int,
+) -> None:
+    """Write COUNT realistic signed VAAs, one per line (verify them with --guardian-set dev:N)."""
+    import base64
+
+    from chainloom.wormhole import DEFAULT_MIX, DevGuardians, Mix, generate_vaas
+
+    try:
+        chosen = Mix.parse(mix) if mix else DEFAULT_MIX
+    except ValueError as error:
+        click.echo(f"error: --mix {mix}: {error}", err=True)
+        sys.exit(2)
+    kit = DevGuardians(count=guardians)
+    stream = generate_vaas(count, seed, kit, chosen, guardian_set_index=guardian_set_index)
+    if output_format == "hex":
+        lines = (v.hex() for v in stream)
+    else:
+        lines = (base64.b64encode(v).decode("ascii") for v in stream)
+    _write_lines(lines, sys.stdout)
+    sys.stdout.flush()
+
+
+@vaa.command("guardian-set")
+@click.option(
+    "--source",
+    default="mainnet",
+    show_default=True,
+    metavar="mainnet|devnet|dev[:N]|PATH",
+    help="Which guardian sets to print.",
+)
+def guardian_set_command(source: str) -> None:
+    """Print guardian sets as JSON (the format --guardian-set PATH reads)."""
+    from chainloom.wormhole.errors import WormholeError
+
+    try:
+        sets = _load_sets(source)
+    except (WormholeError, ValueError) as error:
+        click.echo(f"error: --source {source}: {error}", err=True)
+        sys.exit(2)
+    click.echo(json.dumps(sets.to_json(), indent=2))

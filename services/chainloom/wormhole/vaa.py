@@ -292,13 +292,19 @@ def decode_vaa_text(text: str) -> bytes:
     if not stripped:
         raise VAAEncodingError("empty input")
     candidate = stripped[2:] if stripped[:2] in ("0x", "0X") else stripped
-    if candidate and all(ch in _HEX_DIGITS for ch in candidate):
+    if not candidate:
+        raise VAAEncodingError("bad hex: no digits after 0x")
+    if all(ch in _HEX_DIGITS for ch in candidate):
         if len(candidate) % 2:
             raise VAAEncodingError(f"bad hex: odd number of hex digits ({len(candidate)})")
         return bytes.fromhex(candidate)
-    if stripped[:2] in ("0x", "0X"):
-        bad = next(ch for ch in candidate if ch not in _HEX_DIGITS) if candidate else ""
-        raise VAAEncodingError(f"bad hex: {bad!r} is not a hex digit")
+    if stripped[:2] in ("0x", "0X") or not stripped.startswith("AQ"):
+        # A version-1 VAA in base64 always starts with "AQ"; anything else was meant as hex.
+        position, bad = next((i, ch) for i, ch in enumerate(candidate) if ch not in _HEX_DIGITS)
+        raise VAAEncodingError(
+            f"bad hex: {bad!r} at position {position} is not a hex digit "
+            "(and the text is not base64 of a VAA, which starts with 'AQ')"
+        )
     try:
         normalized = stripped.replace("-", "+").replace("_", "/")
         normalized += "=" * (-len(normalized) % 4)
