@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from chainloom.cli.vaa import vaa
 from chainloom.wormhole import DevGuardians, parse_vaa
@@ -30,11 +31,11 @@ DECODE_KEYS = {
 VERIFY_KEYS = {"signers", "quorum", "quorum_met", "valid"}
 
 
-def _run(args, stdin=None):
+def _run(args: list[str], stdin: str | None = None) -> Result:
     return CliRunner().invoke(vaa, args, input=stdin)
 
 
-def _objects(output: str) -> list[dict]:
+def _objects(output: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in output.splitlines() if line.strip()]
 
 
