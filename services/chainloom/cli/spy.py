@@ -1,10 +1,249 @@
-"""``chainloom spy``: placeholder until its issue lands (see the issue tracker)."""
+"""``chainloom spy``: serve the guardian spy's gRPC API from files, stdin or history, or watch one.
+
+``serve`` is how tests and the demo feed a listener, and how operators replay VAAs into a
+relayer: it speaks ``spy.v1.SpyRPCService/SubscribeSignedVAA`` exactly, so anything that
+consumes a real spy consumes it. ``subscribe`` prints what a spy (real or not) streams.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
 import click
+
+if TYPE_CHECKING:
+    from chainloom.relayer.spy_server import SpyHub
 
 
 @click.group()
 def spy() -> None:
-    """Not implemented yet."""
+    """A guardian-spy-compatible gRPC server, and a client to watch one."""
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+@spy.command()
+@click.option(
+    "--listen",
+    "address",
+    default="127.0.0.1:7073",
+    show_default=True,
+    help="host:port to serve on (port 0 picks a free port).",
+)
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="A file of VAAs, one hex or base64 per line (repeatable).",
+)
+@click.option("--stdin", "use_stdin", is_flag=True, help="Read VAAs from stdin, one per line.")
+@click.option(
+    "--buffer",
+    "buffer_size",
+    default=1024,
+    show_default=True,
+    help="Per-subscriber buffer; a VAA finding it full is dropped and counted.",
+)
+@click.option(
+    "--send-timeout",
+    default=5.0,
+    show_default=True,
+    help="Seconds one send may block before the stream ends with 'too slow'.",
+)
+@click.option(
+    "--lossless",
+    is_flag=True,
+    help="Wait for buffer space instead of dropping (replays; the real spy drops).",
+)
+@click.option(
+    "--wait-for-subscribers",
+    default=0,
+    show_default=True,
+    help="Start streaming once this many subscribers are connected.",
+)
+@click.option(
+    "--copies",
+    default=1,
+    show_default=True,
+    help="Publish each VAA this many times (as ~19 guardians broadcast it).",
+)
+@click.option(
+    "--rate",
+    default=0.0,
+    show_default=True,
+    help="VAAs per second (0: as fast as subscribers take them).",
+)
+@click.option(
+    "--exit-when-done",
+    is_flag=True,
+    help="Stop once the sources are exhausted and buffers drained.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the final counters as JSON.")
+def serve(**options: Any) -> None:
+    """Serve SubscribeSignedVAA, streaming VAAs from files and/or stdin."""
+    from chainloom.relayer.errors import SpyError
+
+    settings = ServeOptions(**options)
+    if settings.copies < 1 or settings.rate < 0 or settings.wait_for_subscribers < 0:
+        _fail("--copies must be >= 1, --rate and --wait-for-subscribers >= 0")
+    try:
+        counters = asyncio.run(_serve(settings))
+    except SpyError as error:
+        _fail(str(error))
+    except KeyboardInterrupt:
+        return
+    if settings.as_json:
+        click.echo(json.dumps(counters))
+    else:
+        click.echo(" ".join(f"{k}={v}" for k, v in counters.items()), err=True)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """The options of ``chainloom spy serve`` (see its ``--help``)."""
+
+    address: str
+    """host:port to serve on."""
+    files: tuple[str, ...]
+    """Files of VAAs, one per line."""
+    use_stdin: bool
+    """Also read VAAs from stdin."""
+    buffer_size: int
+    """Per-subscriber buffer."""
+    send_timeout: float
+    """Seconds one send may block before the stream ends."""
+    lossless: bool
+    """Wait for buffer space instead of dropping."""
+    wait_for_subscribers: int
+    """Subscribers to wait for before streaming."""
+    copies: int
+    """Copies of each VAA to publish."""
+    rate: float
+    """VAAs per second (0: unpaced)."""
+    exit_when_done: bool
+    """Stop when the sources are exhausted."""
+    as_json: bool
+    """Print the final counters as JSON."""
+
+
+async def _serve(options: ServeOptions) -> dict[str, Any]:
+    import dataclasses
+    import signal
+
+    from chainloom.relayer.spy_server import SpyHub, SpyServer
+
+    hub = SpyHub(buffer_size=options.buffer_size, lossless=options.lossless)
+    server = SpyServer(hub, options.address, send_timeout=options.send_timeout)
+    await server.start()
+    click.echo(f"spy: listening on {server.target}", err=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        feeding = asyncio.create_task(_feed(hub, options))
+        stopping = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait({feeding, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if feeding in done:
+            feeding.result()
+            click.echo(f"spy: sources exhausted ({hub.counters.published} published)", err=True)
+            if options.exit_when_done:
+                await hub.drain()
+            else:
+                await stopping
+        else:
+            feeding.cancel()
+        stopping.cancel()
+    finally:
+        await server.stop()
+    return dataclasses.asdict(hub.counters)
+
+
+async def _feed(hub: SpyHub, options: ServeOptions) -> None:
+    if options.wait_for_subscribers:
+        await hub.wait_for_subscribers(options.wait_for_subscribers)
+    interval = 1.0 / options.rate if options.rate > 0 else 0.0
+    async for vaa in _sources(options.files, options.use_stdin):
+        for _ in range(options.copies):
+            await hub.publish(vaa)
+        # Yield to the server tasks; with a rate, pace the stream.
+        await asyncio.sleep(interval)
+
+
+async def _sources(files: tuple[str, ...], use_stdin: bool) -> AsyncIterator[bytes]:
+    from chainloom.relayer.errors import SpyError
+    from chainloom.relayer.spy_server import decode_vaa_line, read_vaa_lines
+
+    for name in files:
+        try:
+            handle: TextIO = open(name)  # noqa: SIM115 - closed below, read lazily
+        except OSError as error:
+            raise SpyError(f"cannot read {name}: {error.strerror}") from None
+        with handle:
+            for vaa in read_vaa_lines(handle, source=name):
+                yield vaa
+    if use_stdin:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str | None] = asyncio.Queue(1024)
+
+        def pump() -> None:
+            for line in sys.stdin:
+                asyncio.run_coroutine_threadsafe(queue.put(line), loop).result()
+            asyncio.run_coroutine_threadsafe(queue.put(None), loop).result()
+
+        reader = loop.run_in_executor(None, pump)
+        number = 0
+        while (line := await queue.get()) is not None:
+            number += 1
+            decoded = decode_vaa_line(line, source="stdin", number=number)
+            if decoded is not None:
+                yield decoded
+        await reader
+
+
+@spy.command()
+@click.option("--address", default="127.0.0.1:7073", show_default=True, help="Spy host:port.")
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    help="<chain id>:<hex emitter address> (repeatable, OR-ed; none: everything).",
+)
+@click.option("--count", default=0, help="Stop after this many VAAs (0: never).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per VAA.")
+def subscribe(address: str, filters: tuple[str, ...], count: int, as_json: bool) -> None:
+    """Print the VAAs a spy streams, one hex per line."""
+    from chainloom.relayer.errors import SpyError
+    from chainloom.relayer.spy_server import EmitterKey
+
+    try:
+        keys = [EmitterKey.from_text(text) for text in filters]
+        asyncio.run(_subscribe(address, keys, count, as_json))
+    except SpyError as error:
+        _fail(str(error))
+    except KeyboardInterrupt:
+        return
+
+
+async def _subscribe(address: str, keys: list[Any], count: int, as_json: bool) -> None:
+    from chainloom.relayer.spy_client import SpyClient
+
+    client = SpyClient(address, keys)
+    seen = 0
+    async for vaa in client.messages():
+        if as_json:
+            click.echo(json.dumps({"vaa": vaa.hex(), "length": len(vaa)}))
+        else:
+            click.echo(vaa.hex())
+        seen += 1
+        if count and seen >= count:
+            client.stop()

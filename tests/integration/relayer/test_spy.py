@@ -1,0 +1,274 @@
+"""The spy server and client over real gRPC on loopback: filters, slow consumers, reconnects."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+
+from chainloom.relayer.errors import SpyError
+from chainloom.relayer.spy_client import METHOD_PATH, Backoff, SpyClient
+from chainloom.relayer.spy_server import EmitterKey, SpyHub, SpyServer, read_vaa_lines
+from chainloom.rpc.generated.spy.v1 import spy_pb2
+from chainloom.wormhole import DEV_NFT_BRIDGE_EMITTER, DEV_TOKEN_BRIDGE_EMITTER
+from tests.ingest_support import signed_transfer
+
+FAST = Backoff(initial=0.05, maximum=0.2)
+
+
+def run(scenario: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+async def collect(client: SpyClient, count: int, timeout: float = 10) -> list[bytes]:
+    received: list[bytes] = []
+    async with asyncio.timeout(timeout):
+        async for vaa in client.messages():
+            received.append(vaa)
+            if len(received) == count:
+                client.stop()
+    return received
+
+
+def token_vaas(count: int, start: int = 0) -> list[bytes]:
+    return [signed_transfer(start + i).to_bytes() for i in range(count)]
+
+
+def test_every_published_vaa_reaches_an_unfiltered_subscriber_in_order():
+    async def scenario() -> None:
+        hub = SpyHub()
+        server = SpyServer(hub, "127.0.0.1:0")
+        await server.start()
+        client = SpyClient(server.target, backoff=FAST)
+        vaas = token_vaas(20)
+        receiving = asyncio.create_task(collect(client, len(vaas)))
+        await hub.wait_for_subscribers(1, timeout=10)
+        for vaa in vaas:
+            await hub.publish(vaa)
+        assert await receiving == vaas
+        assert client.counters.connections == 1
+        assert client.counters.messages == 20
+        assert client.counters.drops == 0
+        await server.stop()
+
+    run(scenario)
+
+
+def test_filters_are_ored_and_empty_means_everything():
+    async def scenario() -> None:
+        hub = SpyHub()
+        server = SpyServer(hub, "127.0.0.1:0")
+        await server.start()
+        token = signed_transfer(1).to_bytes()
+        nft = signed_transfer(2, emitter=DEV_NFT_BRIDGE_EMITTER).to_bytes()
+        other_chain = signed_transfer(3, emitter_chain=6).to_bytes()
+
+        only_token = SpyClient(server.target, [EmitterKey(2, DEV_TOKEN_BRIDGE_EMITTER)])
+        # The address as the spy accepts it: with 0x, without the left zero padding.
+        short = "0x" + DEV_NFT_BRIDGE_EMITTER.hex().lstrip("0")
+        token_or_nft = SpyClient(
+            server.target,
+            [EmitterKey(2, DEV_TOKEN_BRIDGE_EMITTER), EmitterKey.parse(2, short)],
+        )
+        everything = SpyClient(server.target)
+        tasks = [
+            asyncio.create_task(collect(only_token, 1)),
+            asyncio.create_task(collect(token_or_nft, 2)),
+            asyncio.create_task(collect(everything, 3)),
+        ]
+        await hub.wait_for_subscribers(3, timeout=10)
+        for vaa in (nft, other_chain, token):
+            await hub.publish(vaa)
+        assert await tasks[0] == [token]
+        assert await tasks[1] == [nft, token]
+        assert await tasks[2] == [nft, other_chain, token]
+        await server.stop()
+
+    run(scenario)
+
+
+def test_unsupported_filters_are_refused_like_the_real_spy():
+    async def scenario() -> None:
+        server = SpyServer(SpyHub(), "127.0.0.1:0")
+        await server.start()
+        request = spy_pb2.SubscribeSignedVAARequest(
+            filters=[spy_pb2.FilterEntry(batch_filter=spy_pb2.BatchFilter(nonce=1))]
+        )
+        async with grpc.aio.insecure_channel(server.target) as channel:
+            call = channel.unary_stream(
+                METHOD_PATH,
+                request_serializer=spy_pb2.SubscribeSignedVAARequest.SerializeToString,
+                response_deserializer=spy_pb2.SubscribeSignedVAAResponse.FromString,
+            )(request)
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                async for _ in call:
+                    pass
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert caught.value.details() == "unsupported filter type"
+
+        # The client gives up on a refusal instead of retrying it forever.
+        wrong_chain = spy_pb2.FilterEntry(
+            emitter_filter=spy_pb2.EmitterFilter(chain_id=70000, emitter_address="ab")  # type: ignore[arg-type]
+        )
+        client = SpyClient(server.target, backoff=FAST)
+        client.request = lambda: spy_pb2.SubscribeSignedVAARequest(filters=[wrong_chain])  # type: ignore[method-assign]
+        try:
+            with pytest.raises(SpyError, match="refused the filters: emitter chain id 70000"):
+                await collect(client, 1)
+        finally:
+            await server.stop()
+
+    run(scenario)
+
+
+def test_a_full_subscriber_buffer_drops_and_counts():
+    async def scenario() -> None:
+        hub = SpyHub(buffer_size=4)
+        server = SpyServer(hub, "127.0.0.1:0")
+        await server.start()
+        subscription = await hub.subscribe(frozenset())  # a consumer that never reads
+        for vaa in token_vaas(10):
+            await hub.publish(vaa)
+        assert subscription.buffer.qsize() == 4
+        assert subscription.dropped == 6
+        assert hub.counters.dropped == 6
+        assert hub.counters.delivered == 4
+        await hub.unsubscribe(subscription)
+        await server.stop()
+
+    run(scenario)
+
+
+def test_a_stream_blocked_longer_than_the_send_timeout_is_ended_too_slow():
+    async def scenario() -> None:
+        hub = SpyHub(buffer_size=10_000)
+        server = SpyServer(hub, "127.0.0.1:0", send_timeout=0.2)
+        await server.start()
+        big = signed_transfer(1, payload_id=3, extra=bytes(60_000)).to_bytes()
+        async with grpc.aio.insecure_channel(server.target) as channel:
+            call = channel.unary_stream(
+                METHOD_PATH,
+                request_serializer=spy_pb2.SubscribeSignedVAARequest.SerializeToString,
+                response_deserializer=spy_pb2.SubscribeSignedVAAResponse.FromString,
+            )(spy_pb2.SubscribeSignedVAARequest())
+            await call.initial_metadata()
+            for _ in range(200):  # ~12 MB the client never reads: flow control blocks the server
+                await hub.publish(big)
+            async with asyncio.timeout(10):
+                while hub.counters.too_slow == 0:
+                    await asyncio.sleep(0.05)
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                async for _ in call:
+                    pass
+            assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            assert caught.value.details() == "too slow"
+        await server.stop()
+
+    run(scenario)
+
+
+def test_the_client_reconnects_after_the_server_restarts():
+    async def scenario() -> None:
+        hub = SpyHub()
+        server = SpyServer(hub, "127.0.0.1:0")
+        port = await server.start()
+        client = SpyClient(server.target, backoff=FAST)
+        receiving = asyncio.create_task(collect(client, 2, timeout=20))
+        await hub.wait_for_subscribers(1, timeout=10)
+        first, second = token_vaas(2)
+        await hub.publish(first)
+        async with asyncio.timeout(5):
+            while client.counters.messages < 1:
+                await asyncio.sleep(0.01)
+
+        await server.stop()
+        await asyncio.sleep(0.5)  # a few failed reconnection attempts
+        assert not client.connected
+        hub = SpyHub()
+        restarted = SpyServer(hub, f"127.0.0.1:{port}")
+        await restarted.start()
+        await hub.wait_for_subscribers(1, timeout=10)
+        await hub.publish(second)
+
+        assert await receiving == [first, second]
+        assert client.counters.connections == 2
+        assert client.counters.disconnects == 1
+        assert client.counters.last_error is not None
+        await restarted.stop()
+
+    run(scenario)
+
+
+def test_backoff_grows_exponentially_with_bounded_jitter():
+    backoff = Backoff(initial=0.1, maximum=5.0, multiplier=2.0, jitter=0.5)
+    rng = random.Random(7)
+    for attempt in range(12):
+        ceiling = min(5.0, 0.1 * 2**attempt)
+        delays = [backoff.delay(attempt, rng) for _ in range(200)]
+        assert all(ceiling * 0.5 <= d <= ceiling for d in delays)
+        assert len(set(delays)) > 100  # jittered, not lock-step
+    assert Backoff(jitter=0.0).delay(3, rng) == pytest.approx(0.8)
+    with pytest.raises(SpyError):
+        Backoff(initial=2, maximum=1)
+
+
+def test_vaa_files_accept_hex_and_base64_and_name_bad_lines():
+    import base64
+
+    one, two = token_vaas(2)
+    lines = ["# replay", "", one.hex(), "0x" + two.hex(), base64.b64encode(one).decode()]
+    assert list(read_vaa_lines(lines, source="f.txt")) == [one, two, one]
+    with pytest.raises(SpyError, match=r"f\.txt line 2: .*"):
+        list(read_vaa_lines([one.hex(), "not a vaa!"], source="f.txt"))
+
+
+def test_spy_serve_and_subscribe_commands(tmp_path: Path):
+    vaas = token_vaas(5)
+    source = tmp_path / "vaas.txt"
+    source.write_text("\n".join(v.hex() for v in vaas) + "\n")
+    chainloom = [sys.executable, "-m", "chainloom.cli"]
+    server = subprocess.Popen(
+        [*chainloom, "spy", "serve", "--listen", "127.0.0.1:0", "--file", str(source),
+         "--wait-for-subscribers", "1", "--copies", "2", "--exit-when-done", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        first = server.stderr.readline()
+        assert first.startswith("spy: listening on 127.0.0.1:"), first
+        address = first.split()[-1]
+        subscriber = subprocess.run(
+            [*chainloom, "spy", "subscribe", "--address", address, "--count", "10",
+             "--filter", f"2:{DEV_TOKEN_BRIDGE_EMITTER.hex()}"],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        assert subscriber.stdout.split() == [v.hex() for v in vaas for _ in range(2)]
+        out, _ = server.communicate(timeout=30)
+        import json
+
+        counters = json.loads(out)
+        assert counters["published"] == 10
+        assert counters["delivered"] == 10
+        assert counters["dropped"] == 0
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_spy_serve_refuses_a_bad_file(tmp_path: Path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("zzzz\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "chainloom.cli", "spy", "serve", "--listen", "127.0.0.1:0",
+         "--file", str(bad), "--exit-when-done"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "bad.txt line 1" in result.stderr
