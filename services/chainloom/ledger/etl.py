@@ -1,0 +1,523 @@
+"""The ETL: copy validated ledgers from a source into a backend, in order, crash-safely.
+
+Why it is shaped this way (Clio's ``etl`` module, reduced to one process):
+
+* A ledger becomes visible only through ``finish_writes`` (the ``ledger_range``
+  compare-and-set), so every row of ledger n is written *before* the range moves to n. A crash
+  anywhere in between leaves rows nobody can see; the restart reads the stored range and
+  rewrites ledger n from scratch (every write is an idempotent upsert).
+* Everything about a ledger is checked *before* its first write: the header hash, the sequence
+  (exactly the stored max + 1), the parent hash, the transaction tree, every transaction and
+  metadata blob, and the diff against the current key set (no deleting a missing object, no
+  key twice). Refused input raises :class:`~chainloom.ledger.errors.LedgerIntegrityError`
+  naming the ledger, and nothing stored changes.
+* The successor rows come from :class:`~chainloom.ledger.successor.SuccessorTracker`, the key
+  set at the newest ledger; after a restart it is rebuilt by one page walk of the stored state.
+
+A :class:`LedgerSource` hands out ledgers: the full state of the first one, then each next one
+as a diff. Sources live in :mod:`chainloom.ledger.sources` (a dump file, rippled's gRPC API).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.errors import (
+    LedgerError,
+    LedgerHeaderError,
+    LedgerIntegrityError,
+    SuccessorError,
+)
+from chainloom.ledger.nft import (
+    TransactionNFTs,
+    ledger_nft_rows,
+    nfts_from_object,
+    nfts_from_transaction,
+)
+from chainloom.ledger.successor import SuccessorTracker
+from chainloom.ledger.types import (
+    AccountTransactionsData,
+    LedgerHeader,
+    LedgerObject,
+    NFTsData,
+    NFTTransactionsData,
+)
+from chainloom.ledger.xrpl import hashing
+from chainloom.ledger.xrpl.errors import XrplBinaryError
+from chainloom.ledger.xrpl.parse import (
+    ParsedMetadata,
+    ParsedTransaction,
+    book_base,
+    is_book_directory,
+    parse_metadata,
+    parse_transaction,
+)
+
+PAGE_SIZE = 2048
+"""Objects per page when the tracker is rebuilt from stored state."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLedger:
+    """One ledger as a source delivers it."""
+
+    header: bytes
+    """The header: 118 bytes, or 150 with the ledger hash appended."""
+    transactions: tuple[tuple[bytes, bytes], ...]
+    """``(transaction blob, metadata blob)`` pairs."""
+    objects: tuple[LedgerObject, ...]
+    """The full state (``is_full_state``) or the diff to the previous ledger (empty blob =
+    deleted)."""
+    is_full_state: bool
+    """Whether ``objects`` is the complete state (the first ledger) rather than a diff."""
+
+
+class LedgerSource(Protocol):
+    """Where ledgers come from: a dump file, a rippled gRPC endpoint, a replay server."""
+
+    def first_sequence(self) -> int:
+        """The ledger this source offers the full state of (where an empty store starts)."""
+        ...
+
+    def latest_sequence(self) -> int | None:
+        """The newest ledger the source has (for the lag), ``None`` if unknown."""
+        ...
+
+    def fetch_full(self, sequence: int) -> SourceLedger:
+        """Header, transactions and the complete state of ``sequence``."""
+        ...
+
+    def fetch_diff(self, sequence: int) -> SourceLedger | None:
+        """Header, transactions and state diff of ``sequence``; ``None`` if not available yet."""
+        ...
+
+    def close(self) -> None:
+        """Release files or connections."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A progress report, sent after every committed ledger."""
+
+    sequence: int
+    """The ledger just committed."""
+    ledgers: int
+    """Ledgers committed by this run so far."""
+    ledgers_per_second: float
+    """Committed ledgers per second since the run started."""
+    lag: int | None
+    """Ledgers the source has beyond ``sequence`` (``None`` if the source cannot tell)."""
+    transactions: int
+    """Transactions written by this run so far."""
+    objects: int
+    """Object versions written by this run so far."""
+
+
+@dataclass(slots=True)
+class RunSummary:
+    """What a run did and why it stopped."""
+
+    first_committed: int | None = None
+    """The first ledger committed by this run."""
+    last_committed: int | None = None
+    """The last ledger committed by this run."""
+    ledgers: int = 0
+    """Ledgers committed."""
+    transactions: int = 0
+    """Transactions written."""
+    objects: int = 0
+    """Object versions written (the initial state counts each object)."""
+    seconds: float = 0.0
+    """Wall time of the run."""
+    stopped_because: str = "source exhausted"
+    """``source exhausted``, ``reached stop``, or ``write conflict: ...``."""
+    resumed_from: int | None = field(default=None)
+    """The stored range's max the run resumed after, ``None`` for an initial load."""
+
+    @property
+    def ledgers_per_second(self) -> float:
+        """Committed ledgers per second."""
+        return self.ledgers / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _PreparedLedger:
+    """Every row of one ledger, computed and checked before anything is written."""
+
+    header: LedgerHeader
+    header_blob: bytes
+    successors: list[tuple[bytes, bytes]]
+    objects: tuple[LedgerObject, ...]
+    transactions: list[tuple[ParsedTransaction, bytes, bytes, ParsedMetadata]]
+    account_transactions: list[AccountTransactionsData]
+    nfts: list[NFTsData]
+    nft_transactions: list[NFTTransactionsData]
+
+
+class LedgerEtl:
+    """Loads an initial ledger, then follows ledgers in order, into one backend."""
+
+    def __init__(
+        self,
+        backend: BackendInterface,
+        source: LedgerSource,
+        *,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self._backend = backend
+        self._source = source
+        self._on_progress = on_progress
+        self._tracker: SuccessorTracker | None = None
+        self._previous: LedgerHeader | None = None
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(
+        self,
+        *,
+        stop: int | None = None,
+        follow: bool = False,
+        poll_interval: float = 1.0,
+    ) -> RunSummary:
+        """Load (or resume) and follow ledgers up to ``stop`` or the end of the source.
+
+        With ``follow``, waits ``poll_interval`` seconds whenever the next ledger is not
+        available yet instead of returning.
+        """
+        summary = RunSummary()
+        started = time.monotonic()
+        stored = self._backend.hard_fetch_ledger_range()
+        if stored is None:
+            first = self._source.first_sequence()
+            if stop is not None and stop < first:
+                summary.stopped_because = "reached stop"
+                return summary
+            prepared = self._prepare_initial(self._source.fetch_full(first))
+            if not self._commit(prepared):
+                return self._conflict(summary, first, started)
+            self._count(summary, prepared, started)
+        else:
+            summary.resumed_from = stored.max_sequence
+            if stored.max_sequence + 1 < self._source.first_sequence():
+                raise LedgerIntegrityError(
+                    f"ledger {stored.max_sequence + 1}: the store ends at ledger "
+                    f"{stored.max_sequence} but the source starts at "
+                    f"{self._source.first_sequence()}; ledgers in between are missing",
+                    sequence=stored.max_sequence + 1,
+                )
+            self._resume(stored.max_sequence)
+        assert self._previous is not None
+        while True:
+            sequence = self._previous.sequence + 1
+            if stop is not None and sequence > stop:
+                summary.stopped_because = "reached stop"
+                break
+            ledger = self._source.fetch_diff(sequence)
+            if ledger is None:
+                if not follow:
+                    break
+                time.sleep(poll_interval)
+                continue
+            prepared = self._prepare_next(ledger, sequence)
+            if not self._commit(prepared):
+                return self._conflict(summary, sequence, started)
+            self._count(summary, prepared, started)
+        summary.seconds = time.monotonic() - started
+        return summary
+
+    def _count(self, summary: RunSummary, prepared: _PreparedLedger, started: float) -> None:
+        sequence = prepared.header.sequence
+        summary.transactions += len(prepared.transactions)
+        summary.objects += len(prepared.objects)
+        if summary.first_committed is None:
+            summary.first_committed = sequence
+        summary.last_committed = sequence
+        summary.ledgers += 1
+        summary.seconds = time.monotonic() - started
+        if self._on_progress is not None:
+            latest = self._source.latest_sequence()
+            self._on_progress(
+                Progress(
+                    sequence=sequence,
+                    ledgers=summary.ledgers,
+                    ledgers_per_second=summary.ledgers_per_second,
+                    lag=None if latest is None else max(latest - sequence, 0),
+                    transactions=summary.transactions,
+                    objects=summary.objects,
+                )
+            )
+
+    def _conflict(self, summary: RunSummary, sequence: int, started: float) -> RunSummary:
+        found = self._backend.hard_fetch_ledger_range()
+        shown = "nothing" if found is None else str(found.max_sequence)
+        summary.stopped_because = (
+            f"write conflict: another writer advanced the range to {shown} "
+            f"while this one wrote ledger {sequence}"
+        )
+        summary.seconds = time.monotonic() - started
+        self._tracker = None
+        return summary
+
+    def _resume(self, max_sequence: int) -> None:
+        """Rebuild the key set and the previous header from the stored ledger ``max``."""
+        header = self._backend.fetch_ledger_by_sequence(max_sequence)
+        if header is None:
+            raise LedgerIntegrityError(
+                f"ledger {max_sequence}: in the stored range but its header is missing",
+                sequence=max_sequence,
+            )
+        keys: list[bytes] = []
+        bases: set[bytes] = set()
+        cursor: bytes | None = None
+        while True:
+            page = self._backend.fetch_ledger_page(cursor, max_sequence, PAGE_SIZE)
+            for obj in page.objects:
+                keys.append(obj.key)
+                if is_book_directory(obj.blob):
+                    bases.add(book_base(obj.key))
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+        tracker = SuccessorTracker()
+        tracker.initial_load(keys, sorted(bases))
+        self._tracker = tracker
+        self._previous = header
+
+    # ------------------------------------------------------------------ checking
+
+    def _prepare_initial(self, ledger: SourceLedger) -> _PreparedLedger:
+        header = _parse_header(ledger.header)
+        sequence = header.sequence
+        if not ledger.is_full_state:
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: an initial load needs the full state, the source sent a diff",
+                sequence=sequence,
+            )
+        keys = [obj.key for obj in ledger.objects]
+        if len(set(keys)) != len(keys):
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: the state lists an object twice", sequence=sequence
+            )
+        if any(not obj.blob for obj in ledger.objects):
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: the full state holds an empty (deleted) object",
+                sequence=sequence,
+            )
+        state_hash = hashing.state_root([(o.key, o.blob) for o in ledger.objects])
+        if state_hash != header.account_hash:
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: the state's SHAMap root {state_hash.hex().upper()} is not "
+                f"the header's account_hash {header.account_hash.hex().upper()}",
+                sequence=sequence,
+            )
+        transactions, account_rows, per_tx_nfts = _check_transactions(header, ledger)
+        bases = sorted({book_base(o.key) for o in ledger.objects if is_book_directory(o.blob)})
+        tracker = SuccessorTracker()
+        successors = tracker.initial_load(keys, bases)
+        tx_states, nft_history = ledger_nft_rows(per_tx_nfts)
+        page_states = {
+            nft.token_id: nft
+            for obj in ledger.objects
+            for nft in nfts_from_object(obj.key, obj.blob, sequence)
+        }
+        states = [s for s in tx_states if s.token_id not in page_states]
+        states += page_states.values()
+        self._tracker = tracker
+        return _PreparedLedger(
+            header=header,
+            header_blob=header.serialize(include_hash=True),
+            successors=successors,
+            objects=ledger.objects,
+            transactions=transactions,
+            account_transactions=account_rows,
+            nfts=states,
+            nft_transactions=nft_history,
+        )
+
+    def _prepare_next(self, ledger: SourceLedger, expected: int) -> _PreparedLedger:
+        header = _parse_header(ledger.header)
+        sequence = header.sequence
+        previous = self._previous
+        tracker = self._tracker
+        assert previous is not None
+        assert tracker is not None
+        if sequence != expected:
+            raise LedgerIntegrityError(
+                f"ledger {sequence} arrived out of order: the next ledger to load is {expected}",
+                sequence=sequence,
+            )
+        if header.parent_hash != previous.hash:
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: parent hash {header.parent_hash.hex().upper()} is not the "
+                f"hash of ledger {previous.sequence} ({previous.hash.hex().upper()})",
+                sequence=sequence,
+            )
+        if ledger.is_full_state:
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: expected a diff, the source sent a full state",
+                sequence=sequence,
+            )
+        transactions, account_rows, per_tx_nfts = _check_transactions(header, ledger)
+        created, deleted, bases = _classify_diff(tracker, ledger.objects, sequence)
+        try:
+            successors = tracker.apply(created, deleted, bases)
+        except SuccessorError as refused:
+            raise LedgerIntegrityError(f"ledger {sequence}: {refused}", sequence=sequence) from None
+        states, nft_history = ledger_nft_rows(per_tx_nfts)
+        return _PreparedLedger(
+            header=header,
+            header_blob=header.serialize(include_hash=True),
+            successors=successors,
+            objects=ledger.objects,
+            transactions=transactions,
+            account_transactions=account_rows,
+            nfts=states,
+            nft_transactions=nft_history,
+        )
+
+    # ------------------------------------------------------------------ writing
+
+    def _commit(self, prepared: _PreparedLedger) -> bool:
+        """Write every row in Clio's order, then move the range; False on a write conflict."""
+        backend = self._backend
+        header = prepared.header
+        sequence = header.sequence
+        try:
+            backend.start_writes()
+            backend.write_ledger(header, prepared.header_blob)
+            for key, next_key in prepared.successors:
+                backend.write_successor(key, sequence, next_key)
+            for obj in prepared.objects:
+                backend.write_ledger_object(obj.key, sequence, obj.blob)
+            for parsed, transaction, metadata, _ in prepared.transactions:
+                backend.write_transaction(
+                    parsed.hash, sequence, header.close_time, transaction, metadata
+                )
+            if prepared.account_transactions:
+                backend.write_account_transactions(prepared.account_transactions)
+            if prepared.nfts:
+                backend.write_nfts(prepared.nfts)
+            if prepared.nft_transactions:
+                backend.write_nft_transactions(prepared.nft_transactions)
+            committed = backend.finish_writes(sequence)
+        except BaseException:
+            # The tracker already holds this ledger's keys: rebuild it from the store on retry.
+            self._tracker = None
+            raise
+        if committed:
+            self._previous = header
+        return committed
+
+
+def _parse_header(blob: bytes) -> LedgerHeader:
+    try:
+        return LedgerHeader.parse(blob)
+    except LedgerHeaderError as refused:
+        sequence = int.from_bytes(blob[:4], "big") if len(blob) >= 4 else None
+        raise LedgerIntegrityError(str(refused), sequence=sequence) from None
+
+
+def _check_transactions(
+    header: LedgerHeader, ledger: SourceLedger
+) -> tuple[
+    list[tuple[ParsedTransaction, bytes, bytes, ParsedMetadata]],
+    list[AccountTransactionsData],
+    list[TransactionNFTs],
+]:
+    sequence = header.sequence
+    tx_root = hashing.transaction_root(ledger.transactions)
+    if tx_root != header.transaction_hash:
+        raise LedgerIntegrityError(
+            f"ledger {sequence}: its transactions hash to {tx_root.hex().upper()}, the header "
+            f"says {header.transaction_hash.hex().upper()}",
+            sequence=sequence,
+        )
+    parsed: list[tuple[ParsedTransaction, bytes, bytes, ParsedMetadata]] = []
+    account_rows: list[AccountTransactionsData] = []
+    nft_rows: list[TransactionNFTs] = []
+    seen_indexes: set[int] = set()
+    for position, (transaction, metadata) in enumerate(ledger.transactions):
+        try:
+            tx = parse_transaction(transaction)
+            meta = parse_metadata(metadata)
+            nfts = nfts_from_transaction(tx, meta, sequence)
+        except XrplBinaryError as refused:
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: transaction #{position} does not parse: {refused}",
+                sequence=sequence,
+            ) from None
+        except LedgerIntegrityError:
+            raise
+        except LedgerError as refused:  # pragma: no cover - defensive: name the ledger
+            raise LedgerIntegrityError(f"ledger {sequence}: {refused}", sequence=sequence) from None
+        if meta.transaction_index in seen_indexes:
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: two transactions have TransactionIndex "
+                f"{meta.transaction_index}",
+                sequence=sequence,
+            )
+        seen_indexes.add(meta.transaction_index)
+        parsed.append((tx, transaction, metadata, meta))
+        account_rows.append(
+            AccountTransactionsData(
+                accounts=meta.affected_accounts,
+                ledger_sequence=sequence,
+                transaction_index=meta.transaction_index,
+                tx_hash=tx.hash,
+            )
+        )
+        if nfts is not None:
+            nft_rows.append(nfts)
+    return parsed, account_rows, nft_rows
+
+
+def _classify_diff(
+    tracker: SuccessorTracker, objects: Sequence[LedgerObject], sequence: int
+) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """Split a diff into created and deleted keys (and new book bases), refusing nonsense."""
+    created: list[bytes] = []
+    deleted: list[bytes] = []
+    bases: set[bytes] = set()
+    seen: set[bytes] = set()
+    for obj in objects:
+        if len(obj.key) != 32:
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: a diff key is {len(obj.key)} bytes, not 32",
+                sequence=sequence,
+            )
+        if obj.key in seen:
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: the diff lists object {obj.key.hex().upper()} twice",
+                sequence=sequence,
+            )
+        seen.add(obj.key)
+        exists = obj.key in tracker
+        if not obj.blob:
+            if not exists:
+                raise LedgerIntegrityError(
+                    f"ledger {sequence}: the diff deletes object {obj.key.hex().upper()}, "
+                    "which does not exist",
+                    sequence=sequence,
+                )
+            deleted.append(obj.key)
+        elif not exists:
+            created.append(obj.key)
+            if is_book_directory(obj.blob):
+                bases.add(book_base(obj.key))
+    return created, deleted, sorted(bases)
+
+
+def stored_state(backend: BackendInterface, sequence: int) -> Iterable[LedgerObject]:
+    """Every object at ``sequence`` in key order (a ledger page walk)."""
+    cursor: bytes | None = None
+    while True:
+        page = backend.fetch_ledger_page(cursor, sequence, PAGE_SIZE)
+        yield from page.objects
+        if page.cursor is None:
+            return
+        cursor = page.cursor
