@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chainloom.wormhole.errors import (
@@ -41,6 +42,7 @@ __all__ = [
     "encode_body",
     "parse_vaa",
     "parse_vaa_text",
+    "raw_signatures",
 ]
 
 SUPPORTED_VERSION = 1
@@ -94,11 +96,11 @@ class VAA:
     """Finality the emitter asked for (uint8; chain specific)."""
     payload: bytes
     """The application payload (the rest of the body; may be empty)."""
-    _encoded: bytes | None = field(default=None, repr=False, compare=False)
+    _encoded: bytes | None = field(default=None, init=False, repr=False, compare=False)
     """The received buffer (header and body), when this VAA came from :func:`parse_vaa`."""
-    _body_offset: int = field(default=0, repr=False, compare=False)
+    _body_offset: int = field(default=0, init=False, repr=False, compare=False)
     """Where the body starts inside ``_encoded``."""
-    _digest: bytes | None = field(default=None, repr=False, compare=False)
+    _digest: bytes | None = field(default=None, init=False, repr=False, compare=False)
     """Cached signing digest."""
 
     def __post_init__(self) -> None:
@@ -186,6 +188,8 @@ class VAA:
     @property
     def guardian_indices(self) -> tuple[int, ...]:
         """The guardian index of each signature, in signature order."""
+        if self._encoded is not None:
+            return tuple(self._encoded[HEADER_LENGTH : self._body_offset : SIGNATURE_ENTRY_LENGTH])
         return tuple(sig.guardian_index for sig in self.signatures)
 
 
@@ -212,11 +216,69 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def _signature(index: int, signature: bytes) -> Signature:
-    sig: Signature = _new(Signature)
-    _set(sig, "guardian_index", index)
-    _set(sig, "signature", signature)
-    return sig
+def _slot_setter(name: str) -> Callable[[object, object], None]:
+    setter: Callable[[object, object], None] = VAA.__dict__[name].__set__
+    return setter
+
+
+_set_version = _slot_setter("version")
+_set_guardian_set_index = _slot_setter("guardian_set_index")
+_set_timestamp = _slot_setter("timestamp")
+_set_nonce = _slot_setter("nonce")
+_set_emitter_chain = _slot_setter("emitter_chain")
+_set_emitter_address = _slot_setter("emitter_address")
+_set_sequence = _slot_setter("sequence")
+_set_consistency_level = _slot_setter("consistency_level")
+_set_payload = _slot_setter("payload")
+_set_encoded = _slot_setter("_encoded")
+_set_body_offset = _slot_setter("_body_offset")
+_set_digest = _slot_setter("_digest")
+
+# ``signatures`` is materialised lazily for parsed VAAs: building 13 Signature objects costs
+# more than the rest of parsing, and the verifier and the store read the signature bytes
+# straight from the buffer. The slot keeps the tuple (None until first access); a property
+# in front of it keeps the dataclass behaviour (init, eq, repr, hash, replace) unchanged.
+_signatures_slot = VAA.__dict__["signatures"]
+_set_signatures = _slot_setter("signatures")
+
+
+def _materialise_signatures(vaa: VAA) -> tuple[Signature, ...]:
+    value: tuple[Signature, ...] | None = _signatures_slot.__get__(vaa, VAA)
+    if value is None:
+        data = vaa._encoded
+        assert data is not None
+        signatures = []
+        for start in range(HEADER_LENGTH, vaa._body_offset, SIGNATURE_ENTRY_LENGTH):
+            sig: Signature = _new(Signature)
+            _set(sig, "guardian_index", data[start])
+            _set(sig, "signature", data[start + 1 : start + SIGNATURE_ENTRY_LENGTH])
+            signatures.append(sig)
+        value = tuple(signatures)
+        _set_signatures(vaa, value)
+    return value
+
+
+setattr(VAA, "signatures", property(_materialise_signatures, _set_signatures))  # noqa: B010
+
+
+def _raise_order_error(indices: bytes) -> None:
+    previous = -1
+    for position, index in enumerate(indices):
+        if index <= previous:
+            offset = HEADER_LENGTH + SIGNATURE_ENTRY_LENGTH * position
+            raise SignatureOrderError(position, previous, index, offset=offset)
+        previous = index
+
+
+def raw_signatures(vaa: VAA) -> list[tuple[int, bytes]]:
+    """(guardian index, 65-byte signature) pairs, read from the buffer when there is one."""
+    data = vaa._encoded
+    if data is None:
+        return [(s.guardian_index, s.signature) for s in vaa.signatures]
+    return [
+        (data[start], data[start + 1 : start + SIGNATURE_ENTRY_LENGTH])
+        for start in range(HEADER_LENGTH, vaa._body_offset, SIGNATURE_ENTRY_LENGTH)
+    ]
 
 
 def parse_vaa(data: bytes | bytearray | memoryview) -> VAA:
@@ -251,31 +313,25 @@ def parse_vaa(data: bytes | bytearray | memoryview) -> VAA:
         raise TruncatedVAAError(
             "body", offset=body_offset, needed=BODY_LENGTH_WITHOUT_PAYLOAD, length=length
         )
-    signatures: list[Signature] = []
-    append = signatures.append
-    previous = -1
-    for start in range(HEADER_LENGTH, body_offset, SIGNATURE_ENTRY_LENGTH):
-        index = data[start]
-        if index <= previous:
-            position = (start - HEADER_LENGTH) // SIGNATURE_ENTRY_LENGTH
-            raise SignatureOrderError(position, previous, index, offset=start)
-        previous = index
-        append(_signature(index, data[start + 1 : start + SIGNATURE_ENTRY_LENGTH]))
+    # Strictly ascending indices: the index bytes, sorted without repeats, are themselves.
+    indices = data[HEADER_LENGTH:body_offset:SIGNATURE_ENTRY_LENGTH]
+    if count > 1 and indices != bytes(sorted(set(indices))):
+        _raise_order_error(indices)
     timestamp, nonce, chain, emitter, sequence, consistency = _BODY.unpack_from(data, body_offset)
     vaa: VAA = _new(VAA)
-    _set(vaa, "version", version)
-    _set(vaa, "guardian_set_index", guardian_set_index)
-    _set(vaa, "signatures", tuple(signatures))
-    _set(vaa, "timestamp", timestamp)
-    _set(vaa, "nonce", nonce)
-    _set(vaa, "emitter_chain", chain)
-    _set(vaa, "emitter_address", emitter)
-    _set(vaa, "sequence", sequence)
-    _set(vaa, "consistency_level", consistency)
-    _set(vaa, "payload", data[body_offset + BODY_LENGTH_WITHOUT_PAYLOAD :])
-    _set(vaa, "_encoded", data)
-    _set(vaa, "_body_offset", body_offset)
-    _set(vaa, "_digest", None)
+    _set_version(vaa, version)
+    _set_guardian_set_index(vaa, guardian_set_index)
+    _set_signatures(vaa, None)  # materialised from _encoded on first access
+    _set_timestamp(vaa, timestamp)
+    _set_nonce(vaa, nonce)
+    _set_emitter_chain(vaa, chain)
+    _set_emitter_address(vaa, emitter)
+    _set_sequence(vaa, sequence)
+    _set_consistency_level(vaa, consistency)
+    _set_payload(vaa, data[body_offset + BODY_LENGTH_WITHOUT_PAYLOAD :])
+    _set_encoded(vaa, data)
+    _set_body_offset(vaa, body_offset)
+    _set_digest(vaa, None)
     return vaa
 
 

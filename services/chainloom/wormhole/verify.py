@@ -23,7 +23,7 @@ from chainloom.wormhole.chains import checksum_address
 from chainloom.wormhole.errors import UnknownGuardianSetError
 from chainloom.wormhole.guardians import GuardianSets, quorum
 from chainloom.wormhole.hashing import keccak256
-from chainloom.wormhole.vaa import VAA
+from chainloom.wormhole.vaa import VAA, raw_signatures
 
 __all__ = ["SignatureCache", "Verification", "recover_signer", "verify_vaa"]
 
@@ -146,7 +146,7 @@ def verify_vaa(  # noqa: PLR0912 - one pass per signature on the hot path
     addresses = guardian_set.addresses
     size = len(addresses)
     needed = quorum(size)
-    signatures = vaa.signatures
+    signatures = raw_signatures(vaa)
     if not signatures:
         return _invalid("no signatures", quorum_needed=needed, index=index)
     if len(signatures) > size:
@@ -161,8 +161,7 @@ def verify_vaa(  # noqa: PLR0912 - one pass per signature on the hot path
     reason: str | None = None
     previous = -1
     matched = 0
-    for position, sig in enumerate(signatures):
-        guardian = sig.guardian_index
+    for position, (guardian, signature) in enumerate(signatures):
         if guardian <= previous:
             reason = reason or (
                 f"signature {position} (guardian {guardian}) is out of order: guardian indices "
@@ -177,9 +176,9 @@ def verify_vaa(  # noqa: PLR0912 - one pass per signature on the hot path
             )
             continue
         if recover is not None:
-            address = recover(digest, guardian, sig.signature)
+            address = recover(digest, guardian, signature)
         else:
-            address = recover_signer(digest, sig.signature)
+            address = recover_signer(digest, signature)
         if address is None:
             reason = reason or (
                 f"signature {position} (guardian {guardian}) is not a valid secp256k1 signature"
