@@ -1,0 +1,104 @@
+"""The listener's REST endpoint (aiohttp): submit one VAA, and health probes.
+
+Why these routes: ``POST /v1/relay`` is the safe way to hand over a VAA (standard base64 holds
+``/`` and ``+``, fragile in a URL path); ``GET /relayvaa/{base64}`` is kept because the
+reference's clients call it. Unlike the reference, the status code tells the truth - 202
+queued, 200 already known (and where), 422 rejected (and why), 400 malformed, 413 too large,
+503 when Redis is unreachable - and the body always says the same in JSON. See
+``docs/relayer-api.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from chainloom.relayer.listener import IntakeResult, Status
+from chainloom.wormhole.errors import WormholeError
+from chainloom.wormhole.vaa import decode_vaa_text
+
+if TYPE_CHECKING:
+    from chainloom.relayer.config import RestConfig
+    from chainloom.relayer.listener import Listener
+
+ROUTES = ["POST /v1/relay", "GET /relayvaa/<vaaInBase64>", "GET /healthz", "GET /readyz",
+          "GET /v1/stats"]  # fmt: skip
+
+
+def _answer(result: IntakeResult) -> web.Response:
+    return web.json_response(result.to_json(), status=result.status.value)
+
+
+def _refuse(status: Status, reason: str) -> web.Response:
+    return _answer(IntakeResult(status, reason=reason))
+
+
+def build_app(listener: Listener, config: RestConfig) -> web.Application:
+    """The aiohttp application serving ``listener``."""
+    limit = config.max_request_bytes
+    # aiohttp refuses larger bodies itself; our handler answers first with a JSON 413.
+    app = web.Application(client_max_size=limit + 1)
+
+    async def relay(request: web.Request) -> web.Response:
+        if request.content_length is not None and request.content_length > limit:
+            return _refuse(Status.TOO_LARGE, f"request body exceeds {limit} bytes")
+        parts: list[bytes] = []
+        size = 0
+        try:
+            while chunk := await request.content.read(65536):
+                size += len(chunk)
+                if size > limit:
+                    return _refuse(Status.TOO_LARGE, f"request body exceeds {limit} bytes")
+                parts.append(chunk)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return _refuse(Status.MALFORMED, "incomplete request body")
+        body = b"".join(parts)
+        try:
+            document = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return _refuse(Status.MALFORMED, 'body is not JSON; send {"vaa": "<base64 or hex>"}')
+        if not isinstance(document, dict) or not isinstance(document.get("vaa"), str):
+            return _refuse(
+                Status.MALFORMED, 'body must be a JSON object {"vaa": "<base64 or hex>"}'
+            )
+        return await _submit_text(document["vaa"])
+
+    async def relay_legacy(request: web.Request) -> web.Response:
+        text = urllib.parse.unquote(request.match_info["vaa"])
+        if len(text) > limit:
+            return _refuse(Status.TOO_LARGE, f"VAA in the path exceeds {limit} characters")
+        return await _submit_text(text)
+
+    async def _submit_text(text: str) -> web.Response:
+        try:
+            data = decode_vaa_text(text)
+        except WormholeError as error:
+            return _refuse(Status.MALFORMED, f"vaa is not hex or base64: {error}")
+        return _answer(await listener.submit(data, source="rest"))
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def readyz(_: web.Request) -> web.Response:
+        loop = asyncio.get_running_loop()
+        ok, details = await loop.run_in_executor(None, listener.ready)
+        body: dict[str, Any] = {"status": "ready" if ok else "not ready", **details}
+        return web.json_response(body, status=200 if ok else 503)
+
+    async def stats(_: web.Request) -> web.Response:
+        return web.json_response(listener.stats())
+
+    async def index(_: web.Request) -> web.Response:
+        return web.json_response(ROUTES)
+
+    app.router.add_post("/v1/relay", relay)
+    app.router.add_get("/relayvaa/{vaa:.+}", relay_legacy)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/v1/stats", stats)
+    app.router.add_get("/", index)
+    return app
