@@ -118,6 +118,13 @@ def _redis_options(function: Any) -> Any:
     help="Seconds between finality checks of one pending submission.",
 )
 @click.option(
+    "--reap-every",
+    type=click.FloatRange(0),
+    default=5.0,
+    show_default=True,
+    help="Seconds between two passes of the reaper over dead workers' In-Work tables.",
+)
+@click.option(
     "--stop-when-idle",
     type=click.FloatRange(0),
     default=None,
@@ -136,6 +143,7 @@ def work(
     batch: int,
     idle_sleep: float,
     recheck: float,
+    reap_every: float,
     stop_when_idle: float | None,
     redis_url: str,
     prefix: str,
@@ -171,6 +179,7 @@ def work(
         batch=batch,
         idle_sleep=idle_sleep,
         recheck=recheck,
+        reap_every=reap_every,
         stop_when_idle=stop_when_idle,
     )
     worker = Worker(tables, chain_adapter, wallet, settings)

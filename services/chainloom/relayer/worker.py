@@ -372,7 +372,7 @@ class Worker:
                 )
         applied = self.tables.apply(moves, now=now)
         self._count(moves, applied)
-        return len(moves)
+        return len(due)
 
     def _count(self, moves: list[Move], applied: list[bool]) -> None:
         counters = self.counters

@@ -1,0 +1,85 @@
+"""Signed token-transfer VAAs and relay requests for the relay-table and worker tests.
+
+VAAs are signed by :class:`chainloom.wormhole.DevGuardians` (the dev kit), from its dev
+token-bridge emitter, with a token-bridge payload 1 built here field by field (reference 2.1):
+the tests choose the target chain and sequence of every transfer.
+"""
+
+from __future__ import annotations
+
+import time
+
+import redis
+
+from chainloom.relayer._redis import sync
+from chainloom.relayer.model import RelayRequest
+from chainloom.wormhole import VAA, DevGuardians
+
+GUARDIANS = DevGuardians()
+
+
+def transfer_payload(*, target_chain: int, amount: int = 10**8, fee: int = 0) -> bytes:
+    """Token-bridge payload 1 (133 bytes): amount, token, token chain, to, to chain, fee."""
+    return (
+        b"\x01"
+        + amount.to_bytes(32, "big")
+        + bytes(12)
+        + bytes.fromhex("a0b86991c6218b36c1d19d4a2e9eb0ce3606eb48")
+        + (2).to_bytes(2, "big")
+        + bytes(12)
+        + bytes.fromhex("00000000000000000000000000000000000000aa")
+        + target_chain.to_bytes(2, "big")
+        + fee.to_bytes(32, "big")
+    )
+
+
+def transfer_vaa(*, sequence: int, target_chain: int = 2, emitter_chain: int = 6) -> VAA:
+    """A signed token transfer from the dev token bridge on ``emitter_chain``."""
+    return GUARDIANS.sign(
+        emitter_chain=emitter_chain,
+        emitter_address=GUARDIANS.token_bridge_emitter,
+        sequence=sequence,
+        payload=transfer_payload(target_chain=target_chain),
+    )
+
+
+def request_for(vaa: VAA, *, target_chain: int = 2, now: float | None = None) -> RelayRequest:
+    """The relay request the listener would enqueue for ``vaa``."""
+    return RelayRequest(
+        digest=vaa.digest_hex,
+        vaa=vaa.to_bytes(),
+        target_chain=target_chain,
+        emitter_chain=vaa.emitter_chain,
+        sequence=vaa.sequence,
+        enqueued_at=time.time() if now is None else now,
+    )
+
+
+def requests(count: int, *, target_chain: int = 2, start: int = 0) -> list[RelayRequest]:
+    """``count`` distinct transfer requests to ``target_chain``."""
+    return [
+        request_for(
+            transfer_vaa(sequence=start + i, target_chain=target_chain), target_chain=target_chain
+        )
+        for i in range(count)
+    ]
+
+
+def dump_redis(client: redis.Redis) -> bytes:
+    """Every key, field, member and value of the database, concatenated (to search for secrets)."""
+    out: list[bytes] = []
+    for key in client.scan_iter("*", count=1000):
+        out.append(key)
+        kind = sync(client.type(key)).decode()
+        if kind == "string":
+            out.append(sync(client.get(key)) or b"")
+        elif kind == "hash":
+            for field, value in sync(client.hgetall(key)).items():
+                out += [field, value]
+        elif kind == "zset":
+            out += sync(client.zrange(key, 0, -1))
+        elif kind == "set":
+            out += list(sync(client.smembers(key)))
+        else:
+            raise AssertionError(f"unexpected key type {kind} for {key!r}")
+    return b"\n".join(out)

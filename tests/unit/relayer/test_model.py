@@ -1,0 +1,169 @@
+"""The relay request and the pure rules that move it (retry, backoff, rollback, Failed)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from chainloom.relayer.errors import RequestFormatError
+from chainloom.relayer.model import (
+    RelayRequest,
+    RetryPolicy,
+    Table,
+    after_failure,
+    after_rollback,
+    after_submission,
+    for_retry_from_failed,
+    validate_digest,
+)
+
+DIGEST = "0x" + "1f" * 32
+
+
+def request(**changes: object) -> RelayRequest:
+    fields: dict[str, object] = {
+        "digest": DIGEST,
+        "vaa": b"\x01signed vaa bytes\xff",
+        "target_chain": 2,
+        "emitter_chain": 6,
+        "sequence": 77,
+        "enqueued_at": 1_700_000_000.25,
+    }
+    fields.update(changes)
+    return RelayRequest(**fields)  # type: ignore[arg-type]
+
+
+def test_json_round_trip_is_exact_and_keeps_every_field():
+    original = request(
+        retries=3,
+        next_attempt_at=1_700_000_123.5,
+        last_error="SubmitError: nonce too low",
+        submission_id="0xabc",
+        submitted_by="2:0x00",
+        rollbacks=1,
+    )
+    assert RelayRequest.from_json(original.to_json()) == original
+    assert RelayRequest.from_json(original.to_json().encode()) == original
+
+
+def test_stored_form_is_versioned_and_carries_the_vaa_as_base64():
+    data = json.loads(request().to_json())
+    assert data["v"] == 1
+    assert data["vaa"] == "AXNpZ25lZCB2YWEgYnl0ZXP/"
+
+
+@pytest.mark.parametrize(
+    "digest",
+    ["", "0x" + "1f" * 31, "1f" * 33, "0x" + "1F" * 32, "0x" + "zz" * 32, "0x" + "1f" * 32 + "00"],
+)
+def test_bad_digests_are_refused_with_the_value(digest):
+    with pytest.raises(RequestFormatError, match="digest must be"):
+        validate_digest(digest)
+    with pytest.raises(RequestFormatError):
+        request(digest=digest)
+
+
+@pytest.mark.parametrize("name", ["target_chain", "emitter_chain", "sequence", "retries"])
+def test_negative_or_boolean_numbers_are_refused(name):
+    with pytest.raises(RequestFormatError, match=name):
+        request(**{name: -1})
+    with pytest.raises(RequestFormatError, match=name):
+        request(**{name: True})
+
+
+def test_empty_vaa_is_refused():
+    with pytest.raises(RequestFormatError, match="vaa"):
+        request(vaa=b"")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.pop("sequence"), "lacks field 'sequence'"),
+        (lambda d: d.update(v=2), "format version 2"),
+        (lambda d: d.update(vaa="not base64!"), "not base64"),
+        (lambda d: d.update(retries="3"), "field 'retries' has the wrong type"),
+        (lambda d: d.update(last_error=5), "'last_error' must be a string"),
+    ],
+)
+def test_malformed_stored_requests_name_the_field(mutate, message):
+    data = json.loads(request().to_json())
+    mutate(data)
+    with pytest.raises(RequestFormatError, match=message):
+        RelayRequest.from_json(json.dumps(data))
+
+
+def test_non_json_is_refused():
+    with pytest.raises(RequestFormatError, match="not JSON"):
+        RelayRequest.from_json("{nope")
+    with pytest.raises(RequestFormatError, match="not a JSON object"):
+        RelayRequest.from_json("[1]")
+
+
+def test_ready_at_is_the_enqueue_time_until_a_backoff_sets_a_later_one():
+    fresh = request()
+    assert fresh.ready_at == fresh.enqueued_at
+    assert request(next_attempt_at=1_800_000_000.0).ready_at == 1_800_000_000.0
+
+
+def test_backoff_doubles_and_stays_within_jitter_bounds_and_the_cap():
+    policy = RetryPolicy(base_delay=1.0, max_delay=20.0, jitter=0.5)
+    rng = random.Random(7)
+    for retries, ceiling in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 16.0), (6, 20.0)]:
+        samples = [policy.backoff(retries, rng) for _ in range(200)]
+        assert min(samples) >= ceiling * 0.5
+        assert max(samples) <= ceiling
+        assert max(samples) - min(samples) > ceiling * 0.3  # really jittered
+
+
+def test_backoff_without_jitter_is_exact():
+    policy = RetryPolicy(base_delay=0.5, max_delay=100.0, jitter=0.0)
+    assert [policy.backoff(n, random.Random(1)) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"max_retries": -1}, {"base_delay": 5.0, "max_delay": 1.0}, {"jitter": 1.5}]
+)
+def test_invalid_policies_are_refused(kwargs):
+    with pytest.raises(ValueError):  # noqa: PT011 - the message is asserted elsewhere
+        RetryPolicy(**kwargs)
+
+
+def test_failures_retry_with_backoff_until_max_retries_then_failed():
+    policy = RetryPolicy(max_retries=2, base_delay=10.0, jitter=0.0)
+    rng = random.Random(0)
+    current = request(submission_id=None)
+    first = after_failure(current, "boom 1", now=1000.0, policy=policy, rng=rng)
+    assert first.destination is Table.INCOMING
+    assert first.request.retries == 1
+    assert first.request.next_attempt_at == 1010.0
+    assert first.request.last_error == "boom 1"
+    second = after_failure(first.request, "boom 2", now=2000.0, policy=policy, rng=rng)
+    assert second.destination is Table.INCOMING
+    assert second.request.next_attempt_at == 2020.0
+    third = after_failure(second.request, "boom 3", now=3000.0, policy=policy, rng=rng)
+    assert third.destination is Table.FAILED
+    assert third.request.retries == 3
+    assert third.request.last_error == "boom 3"
+
+
+def test_rollback_returns_to_incoming_at_once_without_using_a_retry():
+    submitted = after_submission(request(retries=1), "0xsub", "2:0xwallet")
+    assert submitted.submission_id == "0xsub"
+    assert submitted.submitted_by == "2:0xwallet"
+    back = after_rollback(submitted, now=500.0)
+    assert back.retries == 1
+    assert back.rollbacks == 1
+    assert back.submission_id is None
+    assert back.next_attempt_at == 500.0
+    assert "0xsub" in (back.last_error or "")
+
+
+def test_operator_retry_from_failed_gives_a_fresh_budget():
+    failed = request(retries=11, last_error="gave up")
+    fresh = for_retry_from_failed(failed, now=42.0)
+    assert fresh.retries == 0
+    assert fresh.next_attempt_at == 42.0
+    assert fresh.last_error == "gave up"  # kept for the operator's record
