@@ -1,10 +1,352 @@
-"""``chainloom events``: placeholder until its issue lands (see the issue tracker)."""
+"""``chainloom events``: create, fill and query the Wormhole event store on Bigtable.
+
+Connection: ``--project/--instance/--table`` or ``CHAINLOOM_BIGTABLE_PROJECT`` /
+``_INSTANCE`` / ``_TABLE`` (and ``_INDEX_TABLE``); ``BIGTABLE_EMULATOR_HOST`` points the
+client at the emulator. Inputs of ``put`` take the same forms as ``vaa decode``.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
 import click
+
+if TYPE_CHECKING:
+    from chainloom.eventstore.bigtable import StoreSettings
+    from chainloom.eventstore.prices import PriceSource
+    from chainloom.eventstore.queries import StoredMessage
+    from chainloom.eventstore.writer import PutSummary
+
+
+def _settings(ctx: click.Context) -> StoreSettings:
+    from chainloom.eventstore.bigtable import StoreSettings
+    from chainloom.eventstore.errors import StoreConfigError
+
+    options = ctx.find_root().params | (ctx.obj or {})
+    try:
+        return StoreSettings.resolve(
+            project=options.get("project"),
+            instance=options.get("instance"),
+            table=options.get("table"),
+            index_table=options.get("index_table"),
+        )
+    except StoreConfigError as error:
+        _fail(str(error))
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+def _chain(text: str) -> int:
+    from chainloom.wormhole import chain_id
+    from chainloom.wormhole.errors import WormholeError
+
+    try:
+        return chain_id(text)
+    except WormholeError as error:
+        _fail(f"--chain {text}: {error}")
 
 
 @click.group()
-def events() -> None:
-    """Not implemented yet."""
+@click.option("--project", envvar="CHAINLOOM_BIGTABLE_PROJECT", help="Google Cloud project.")
+@click.option("--instance", envvar="CHAINLOOM_BIGTABLE_INSTANCE", help="Bigtable instance.")
+@click.option("--table", envvar="CHAINLOOM_BIGTABLE_TABLE", help="Events table.")
+@click.option(
+    "--index-table", envvar="CHAINLOOM_BIGTABLE_INDEX_TABLE", help="Index table (<table>-index)."
+)
+@click.pass_context
+def events(
+    ctx: click.Context,
+    project: str | None,
+    instance: str | None,
+    table: str | None,
+    index_table: str | None,
+) -> None:
+    """The Wormhole event store on Bigtable (emulator via BIGTABLE_EMULATOR_HOST)."""
+    ctx.obj = {
+        "project": project,
+        "instance": instance,
+        "table": table,
+        "index_table": index_table,
+    }
+
+
+@events.command()
+@click.option("--check", is_flag=True, help="Only report drift; create nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def init(ctx: click.Context, check: bool, as_json: bool) -> None:
+    """Create the events and index tables (idempotent) and report schema drift.
+
+    Exits 1 when an existing table differs from the schema (nothing is changed).
+    """
+    from chainloom.eventstore.bigtable import check_schema, ensure_schema
+    from chainloom.eventstore.errors import EventStoreError
+
+    settings = _settings(ctx)
+    try:
+        report = check_schema(settings) if check else ensure_schema(settings)
+    except EventStoreError as error:
+        _fail(str(error))
+    if as_json:
+        click.echo(json.dumps(report.as_dict()))
+    else:
+        for table in report.created_tables:
+            click.echo(f"created table {table}")
+        for drift in report.drift:
+            click.echo(
+                f"drift: {drift.table} family {drift.family}: {drift.problem} "
+                f"(expected {drift.expected}, found {drift.actual})"
+            )
+        if report.in_sync:
+            click.echo(f"tables {settings.table} and {settings.index_table} match the schema")
+    if not report.in_sync:
+        sys.exit(1)
+
+
+@events.command()
+@click.option(
+    "--guardian-set",
+    "guardian_set",
+    default="mainnet",
+    show_default=True,
+    metavar="mainnet|devnet|dev[:N]|PATH",
+    help="Guardian sets to verify against.",
+)
+@click.option("--tx-id", help="Source transaction id of the (single) input, for the tx index.")
+@click.option("--prices", "price_file", help="CSV/JSON price file for NotionalUSD.")
+@click.option("--price-api", help="Base URL of a CoinGecko-style API for NotionalUSD.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+@click.argument("inputs", nargs=-1)
+@click.pass_context
+def put(
+    ctx: click.Context,
+    *,
+    guardian_set: str,
+    tx_id: str | None,
+    price_file: str | None,
+    price_api: str | None,
+    as_json: bool,
+    inputs: tuple[str, ...],
+) -> None:
+    """Verify and store VAAs (hex or base64; '-' or nothing reads lines from stdin).
+
+    Prints how many rows were new, updated, unchanged and conflicting; exits 2 if any input
+    was refused (each named on stderr), after storing the others.
+    """
+    from chainloom.cli.vaa import _inputs, _known_emitters, _load_sets, _preview
+    from chainloom.eventstore.bigtable import BigtableTables
+    from chainloom.eventstore.errors import EventStoreError, UnverifiedVAAError
+    from chainloom.eventstore.writer import EventWriter
+    from chainloom.wormhole import SignatureCache, parse_vaa_text
+    from chainloom.wormhole.errors import WormholeError
+
+    settings = _settings(ctx)
+    try:
+        sets = _load_sets(guardian_set)
+    except (WormholeError, ValueError) as error:
+        _fail(f"--guardian-set {guardian_set}: {error}")
+    prices = _price_source(price_file, price_api)
+    entries = list(_inputs(inputs, sys.stdin))
+    if tx_id and len(entries) != 1:
+        _fail("--tx-id needs exactly one input")
+    refused = 0
+    with BigtableTables(settings) as tables:
+        writer = EventWriter(
+            tables,
+            sets,
+            emitters=_known_emitters(),
+            prices=prices,
+            signature_cache=SignatureCache(),
+        )
+        try:
+            for label, text in entries:
+                try:
+                    writer.submit(parse_vaa_text(text), initiating_tx_id=tx_id)
+                except (WormholeError, UnverifiedVAAError) as error:
+                    refused += 1
+                    writer.summary.refused += 1
+                    writer.summary.refusals.append((label, str(error)))
+                    click.echo(f"error: {label} ({_preview(text)}): {error}", err=True)
+            writer.close()
+        except EventStoreError as error:
+            _fail(str(error))
+    _report(writer.summary, as_json)
+    if refused:
+        sys.exit(2)
+
+
+def _price_source(price_file: str | None, price_api: str | None) -> PriceSource | None:
+    from chainloom.eventstore.errors import EventStoreError
+    from chainloom.eventstore.prices import FilePriceSource, HttpPriceSource
+
+    try:
+        if price_file:
+            return FilePriceSource.from_path(price_file)
+        if price_api:
+            return HttpPriceSource(price_api)
+    except EventStoreError as error:
+        _fail(str(error))
+    return None
+
+
+def _report(summary: PutSummary, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(summary.as_dict()))
+        return
+    click.echo(
+        f"new {summary.new}, updated {summary.updated}, unchanged {summary.unchanged}, "
+        f"conflicting {summary.conflicting}, refused {summary.refused}"
+    )
+    for message_id, digest in summary.conflicts:
+        click.echo(f"conflict: {message_id} has a different VAA {digest} (kept)")
+    for problem in summary.enrichment_errors:
+        click.echo(f"warning: price lookup failed: {problem}", err=True)
+
+
+def _print_messages(messages: list[StoredMessage], as_json: bool) -> None:
+    if as_json:
+        for message in messages:
+            click.echo(json.dumps(message.to_json(), ensure_ascii=False))
+        return
+    for message in messages:
+        view = message.to_json()
+        click.echo(view["message_id"])
+        for family, columns in view["families"].items():
+            for qualifier, value in columns.items():
+                text = value if isinstance(value, str) else json.dumps(value)
+                if len(text) > 100:
+                    text = text[:97] + "..."
+                click.echo(f"  {family}:{qualifier}  {text}")
+
+
+@events.command()
+@click.option("--families", help="Comma-separated column families (default: all).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.argument("message_id")
+@click.pass_context
+def get(ctx: click.Context, families: str | None, as_json: bool, message_id: str) -> None:
+    """Show one message: CHAIN/EMITTER/SEQ (or a row key). Exits 1 if it is not stored."""
+    from chainloom.eventstore.bigtable import BigtableTables
+    from chainloom.eventstore.errors import EventStoreError
+    from chainloom.eventstore.keys import MessageKey
+    from chainloom.eventstore.queries import EventReader
+    from chainloom.eventstore.schema import EVENT_FAMILY_NAMES
+
+    try:
+        key = MessageKey.parse(message_id)
+    except EventStoreError as error:
+        _fail(str(error))
+    chosen = [f.strip() for f in families.split(",") if f.strip()] if families else None
+    unknown = sorted(set(chosen or []) - set(EVENT_FAMILY_NAMES))
+    if unknown:
+        _fail(f"--families: unknown families {', '.join(unknown)}")
+    with BigtableTables(_settings(ctx)) as tables:
+        message = EventReader(tables).get(key, chosen)
+    if message is None:
+        click.echo(f"{key.message_id}: not stored", err=True)
+        sys.exit(1)
+    _print_messages([message], as_json)
+
+
+@events.command()
+@click.option("--chain", required=True, help="Emitter chain (name or id).")
+@click.option("--emitter", help="Emitter address (hex); gives numeric sequence order.")
+@click.option("--from-seq", type=click.IntRange(0, 2**64 - 1), default=0)
+@click.option("--to-seq", type=click.IntRange(0, 2**64 - 1), default=2**64 - 1)
+@click.option("--limit", type=click.IntRange(min=1), default=None)
+@click.option("--families", help="Comma-separated column families (default: all).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.pass_context
+def scan(
+    ctx: click.Context,
+    *,
+    chain: str,
+    emitter: str | None,
+    from_seq: int,
+    to_seq: int,
+    limit: int | None,
+    families: str | None,
+    as_json: bool,
+) -> None:
+    """List a chain's (or one emitter's) messages by sequence."""
+    from chainloom.eventstore.bigtable import BigtableTables
+    from chainloom.eventstore.errors import EventStoreError
+    from chainloom.eventstore.queries import EventReader
+
+    chosen = [f.strip() for f in families.split(",") if f.strip()] if families else None
+    with BigtableTables(_settings(ctx)) as tables:
+        try:
+            messages = EventReader(tables).scan(
+                _chain(chain),
+                emitter=emitter,
+                from_seq=from_seq,
+                to_seq=to_seq,
+                limit=limit,
+                families=chosen,
+            )
+        except EventStoreError as error:
+            _fail(str(error))
+    _print_messages(messages, as_json)
+
+
+@events.command()
+@click.option("--chain", required=True, help="Emitter chain (name or id).")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.pass_context
+def recent(ctx: click.Context, chain: str, limit: int, as_json: bool) -> None:
+    """A chain's newest messages (by VAA time), newest first."""
+    from chainloom.eventstore.bigtable import BigtableTables
+    from chainloom.eventstore.queries import EventReader
+
+    with BigtableTables(_settings(ctx)) as tables:
+        messages = EventReader(tables).recent(_chain(chain), limit=limit)
+    _print_messages(messages, as_json)
+
+
+@events.command("by-tx")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.argument("tx_id")
+@click.pass_context
+def by_tx(ctx: click.Context, as_json: bool, tx_id: str) -> None:
+    """Messages emitted by a source transaction (exits 1 if none is indexed)."""
+    from chainloom.eventstore.bigtable import BigtableTables
+    from chainloom.eventstore.queries import EventReader
+
+    with BigtableTables(_settings(ctx)) as tables:
+        messages = EventReader(tables).by_tx(tx_id)
+    if not messages:
+        click.echo(f"no messages indexed for transaction {tx_id}", err=True)
+        sys.exit(1)
+    _print_messages(messages, as_json)
+
+
+@events.command()
+@click.option("--from", "first", required=True, type=click.DateTime(["%Y-%m-%d"]))
+@click.option("--to", "last", required=True, type=click.DateTime(["%Y-%m-%d"]))
+@click.option("--chain", help="Only this chain (name or id).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.pass_context
+def counts(
+    ctx: click.Context, first: dt.datetime, last: dt.datetime, chain: str | None, as_json: bool
+) -> None:
+    """Messages per chain and UTC day over a range of days."""
+    from chainloom.eventstore.bigtable import BigtableTables
+    from chainloom.eventstore.queries import EventReader
+
+    with BigtableTables(_settings(ctx)) as tables:
+        result = EventReader(tables).count_per_day(
+            first.date(), last.date(), chain=_chain(chain) if chain else None
+        )
+    rows = sorted(result.items())
+    if as_json:
+        click.echo(json.dumps([{"chain": c, "day": d, "count": n} for (c, d), n in rows]))
+    else:
+        for (chain_id, day), count in rows:
+            click.echo(f"{day}  chain {chain_id:>5}  {count}")

@@ -349,8 +349,13 @@ class BigtableTables:
         families: Sequence[str] | None = None,
         limit: int | None = None,
         end_inclusive: bool = True,
+        sequence_width: bool = False,
     ) -> Iterator[tuple[str, RowSnapshot]]:
-        """Rows of each range in turn (ranges are read one after the other, in the given order)."""
+        """Rows of each range in turn (ranges are read one after the other, in the given order).
+
+        With ``sequence_width`` each range keeps only keys whose sequence part is as long as
+        the range's start key's.
+        """
         from google.cloud.bigtable.data import ReadRowsQuery, RowRange
         from google.cloud.bigtable.data import row_filters as rf
 
@@ -358,11 +363,16 @@ class BigtableTables:
         for start, end in ranges:
             if remaining is not None and remaining <= 0:
                 return
-            row_filter: rf.RowFilter = rf.CellsColumnLimitFilter(1)
+            parts: list[rf.RowFilter] = []
+            if sequence_width:
+                # A key range of one sequence width also spans longer keys with the same
+                # leading digits; keep only keys whose sequence has exactly this width.
+                width = len(start.rsplit(":", 1)[1])
+                parts.append(rf.RowKeyRegexFilter(f"^[^:]*:[^:]*:[0-9]{{{width}}}$".encode()))
             if families:
-                row_filter = rf.RowFilterChain(
-                    [rf.FamilyNameRegexFilter(_alternation(families)), row_filter]
-                )
+                parts.append(rf.FamilyNameRegexFilter(_alternation(families)))
+            parts.append(rf.CellsColumnLimitFilter(1))
+            row_filter: rf.RowFilter = parts[0] if len(parts) == 1 else rf.RowFilterChain(parts)
             query = ReadRowsQuery(
                 row_ranges=[
                     RowRange(start, end, start_is_inclusive=True, end_is_inclusive=end_inclusive)

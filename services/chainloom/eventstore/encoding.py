@@ -98,7 +98,7 @@ SEQUENCE = Codec(
 )
 TIMESTAMP = Codec(
     "rfc3339",
-    decode_timestamp,
+    decode_text,
     "the VAA's timestamp as `YYYY-MM-DDTHH:MM:SSZ` (UTC); sorts chronologically",
 )
 HEX32 = Codec("hex-32", decode_hex, "64 lower-case hex characters, no `0x`")

@@ -106,7 +106,9 @@ def sequence_key_ranges(chain: int, emitter: str, first: int, last: int) -> list
     """Closed row-key ranges covering sequences ``first..last`` in numeric order.
 
     One range per key width: the 16-character width covers 0..10**16-1, then one width per
-    extra digit. Reading the ranges in the returned order yields rows in sequence order.
+    extra digit. A range also spans longer keys with the same leading digits, so a reader
+    must keep only keys of the range's width; then reading the ranges in the returned order
+    yields rows in sequence order.
     """
     prefix = emitter_prefix(chain, emitter)
     ranges: list[tuple[str, str]] = []

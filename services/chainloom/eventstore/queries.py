@@ -129,7 +129,9 @@ class EventReader:
             ranges = keys.sequence_key_ranges(chain, normalized, from_seq, to_seq)
             return [
                 StoredMessage(MessageKey.parse(row_key), row)
-                for row_key, row in self.tables.scan_events(ranges, families=families, limit=limit)
+                for row_key, row in self.tables.scan_events(
+                    ranges, families=families, limit=limit, sequence_width=True
+                )
             ]
         prefix = keys.chain_prefix(chain)
         found: list[StoredMessage] = []

@@ -1,0 +1,23 @@
+"""Fixtures: a fresh pair of tables on the real Bigtable emulator for each test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from chainloom.eventstore.bigtable import BigtableTables, StoreSettings, ensure_schema
+
+
+@pytest.fixture
+def settings(bigtable_table_name: str) -> StoreSettings:
+    store = StoreSettings.resolve(project="chainloom", instance="test", table=bigtable_table_name)
+    report = ensure_schema(store)
+    assert set(report.created_tables) == {store.table, store.index_table}
+    return store
+
+
+@pytest.fixture
+def tables(settings: StoreSettings) -> Iterator[BigtableTables]:
+    with BigtableTables(settings) as opened:
+        yield opened
