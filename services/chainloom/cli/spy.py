@@ -87,6 +87,19 @@ def _fail(message: str) -> None:
     is_flag=True,
     help="Stop once the sources are exhausted and buffers drained.",
 )
+@click.option(
+    "--events-chain",
+    "events_chains",
+    multiple=True,
+    type=int,
+    help="Replay the signed VAAs of this chain from the event store (repeatable).",
+)
+@click.option("--events-emitter", help="Only this emitter (hex), with one --events-chain.")
+@click.option("--from-seq", default=0, show_default=True, help="Event store: first sequence.")
+@click.option("--to-seq", type=int, help="Event store: last sequence (default: all).")
+@click.option("--bigtable-project", help="Event store project ($CHAINLOOM_BIGTABLE_PROJECT).")
+@click.option("--bigtable-instance", help="Event store instance ($CHAINLOOM_BIGTABLE_INSTANCE).")
+@click.option("--bigtable-table", help="Event store table ($CHAINLOOM_BIGTABLE_TABLE).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final counters as JSON.")
 def serve(**options: Any) -> None:
     """Serve SubscribeSignedVAA, streaming VAAs from files and/or stdin."""
@@ -95,6 +108,10 @@ def serve(**options: Any) -> None:
     settings = ServeOptions(**options)
     if settings.copies < 1 or settings.rate < 0 or settings.wait_for_subscribers < 0:
         _fail("--copies must be >= 1, --rate and --wait-for-subscribers >= 0")
+    if settings.events_emitter and len(settings.events_chains) != 1:
+        _fail("--events-emitter needs exactly one --events-chain")
+    if not (settings.files or settings.use_stdin or settings.events_chains):
+        _fail("nothing to serve: give --file, --stdin or --events-chain")
     try:
         counters = asyncio.run(_serve(settings))
     except SpyError as error:
@@ -131,6 +148,20 @@ class ServeOptions:
     """VAAs per second (0: unpaced)."""
     exit_when_done: bool
     """Stop when the sources are exhausted."""
+    events_chains: tuple[int, ...]
+    """Chains whose signed VAAs are replayed from the event store."""
+    events_emitter: str | None
+    """Only this emitter (hex) from the event store."""
+    from_seq: int
+    """Event store: first sequence."""
+    to_seq: int | None
+    """Event store: last sequence (None: all)."""
+    bigtable_project: str | None
+    """Event store project."""
+    bigtable_instance: str | None
+    """Event store instance."""
+    bigtable_table: str | None
+    """Event store table."""
     as_json: bool
     """Print the final counters as JSON."""
 
@@ -172,18 +203,23 @@ async def _feed(hub: SpyHub, options: ServeOptions) -> None:
     if options.wait_for_subscribers:
         await hub.wait_for_subscribers(options.wait_for_subscribers)
     interval = 1.0 / options.rate if options.rate > 0 else 0.0
-    async for vaa in _sources(options.files, options.use_stdin):
+    async for vaa in _sources(options):
         for _ in range(options.copies):
             await hub.publish(vaa)
         # Yield to the server tasks; with a rate, pace the stream.
         await asyncio.sleep(interval)
 
 
-async def _sources(files: tuple[str, ...], use_stdin: bool) -> AsyncIterator[bytes]:
+async def _sources(options: ServeOptions) -> AsyncIterator[bytes]:
     from chainloom.relayer.errors import SpyError
     from chainloom.relayer.spy_server import decode_vaa_line, read_vaa_lines
 
-    for name in files:
+    if options.events_chains:
+        loop = asyncio.get_running_loop()
+        for chain in options.events_chains:
+            for vaa in await loop.run_in_executor(None, _stored_vaas, options, chain):
+                yield vaa
+    for name in options.files:
         try:
             handle: TextIO = open(name)  # noqa: SIM115 - closed below, read lazily
         except OSError as error:
@@ -191,7 +227,7 @@ async def _sources(files: tuple[str, ...], use_stdin: bool) -> AsyncIterator[byt
         with handle:
             for vaa in read_vaa_lines(handle, source=name):
                 yield vaa
-    if use_stdin:
+    if options.use_stdin:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | None] = asyncio.Queue(1024)
 
@@ -247,3 +283,35 @@ async def _subscribe(address: str, keys: list[Any], count: int, as_json: bool) -
         seen += 1
         if count and seen >= count:
             client.stop()
+
+
+def _stored_vaas(options: ServeOptions, chain: int) -> list[bytes]:
+    """The signed VAAs of one chain in the event store, in row-key order."""
+    from google.api_core.exceptions import GoogleAPIError
+
+    from chainloom.eventstore import schema
+    from chainloom.eventstore.bigtable import BigtableTables, StoreSettings
+    from chainloom.eventstore.errors import EventStoreError
+    from chainloom.eventstore.keys import MAX_SEQUENCE
+    from chainloom.eventstore.queries import EventReader
+    from chainloom.relayer.errors import SpyError
+
+    try:
+        settings = StoreSettings.resolve(
+            project=options.bigtable_project,
+            instance=options.bigtable_instance,
+            table=options.bigtable_table,
+        )
+        with BigtableTables(settings) as tables:
+            stored = EventReader(tables).scan(
+                chain,
+                emitter=options.events_emitter,
+                from_seq=options.from_seq,
+                to_seq=MAX_SEQUENCE if options.to_seq is None else options.to_seq,
+                families=[schema.QUORUM_STATE],
+            )
+    except EventStoreError as error:
+        raise SpyError(f"event store: {error}") from None
+    except GoogleAPIError as error:
+        raise SpyError(f"event store {settings.table}: {error}") from None
+    return [message.signed_vaa for message in stored if message.signed_vaa is not None]

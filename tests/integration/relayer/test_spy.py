@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import subprocess
 import sys
@@ -251,8 +252,6 @@ def test_spy_serve_and_subscribe_commands(tmp_path: Path):
         )  # fmt: skip
         assert subscriber.stdout.split() == [v.hex() for v in vaas for _ in range(2)]
         out, _ = server.communicate(timeout=30)
-        import json
-
         counters = json.loads(out)
         assert counters["published"] == 10
         assert counters["delivered"] == 10
@@ -272,3 +271,44 @@ def test_spy_serve_refuses_a_bad_file(tmp_path: Path):
     )  # fmt: skip
     assert result.returncode == 2
     assert "bad.txt line 1" in result.stderr
+
+
+def test_spy_serve_replays_history_from_the_event_store(bigtable_table_name: str):
+    from chainloom.eventstore.bigtable import BigtableTables, StoreSettings, ensure_schema
+    from chainloom.eventstore.writer import EventWriter
+    from chainloom.wormhole import devnet_emitters
+    from tests.ingest_support import GUARDIANS
+
+    settings = StoreSettings.resolve(project="chainloom", instance="t", table=bigtable_table_name)
+    ensure_schema(settings)
+    stored = [signed_transfer(i) for i in range(6)]
+    elsewhere = signed_transfer(50, emitter_chain=6)
+    with (
+        BigtableTables(settings) as tables,
+        EventWriter(tables, GUARDIANS.sets(), emitters=devnet_emitters()) as writer,
+    ):
+        summary = writer.put_many([v.to_bytes() for v in [*stored, elsewhere]])
+    assert summary.as_dict()["refused"] == 0, summary.as_dict()
+
+    chainloom = [sys.executable, "-m", "chainloom.cli"]
+    server = subprocess.Popen(
+        [*chainloom, "spy", "serve", "--listen", "127.0.0.1:0", "--events-chain", "2",
+         "--from-seq", "2", "--bigtable-project", "chainloom", "--bigtable-instance", "t",
+         "--bigtable-table", bigtable_table_name, "--wait-for-subscribers", "1",
+         "--exit-when-done", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        address = server.stderr.readline().split()[-1]
+        subscriber = subprocess.run(
+            [*chainloom, "spy", "subscribe", "--address", address, "--count", "4"],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        assert subscriber.stdout.split() == [v.to_bytes().hex() for v in stored[2:]]
+        out, _ = server.communicate(timeout=30)
+        assert json.loads(out)["published"] == 4
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.communicate()
