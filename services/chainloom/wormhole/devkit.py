@@ -9,7 +9,7 @@ by construction; nothing here may ever sign for a real network.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from coincurve import PrivateKey
 
@@ -100,7 +100,7 @@ class DevGuardians:
         return GuardianSets([self.guardian_set(index)], name=f"dev-{len(self._keys)}")
 
     def sign_body(
-        self, body: bytes, *, guardian_set_index: int = 0, signers: Sequence[int] | None = None
+        self, body: bytes, *, guardian_set_index: int = 0, signers: Iterable[int] | None = None
     ) -> bytes:
         """A signed VAA (bytes) for a ready-made body.
 
@@ -131,7 +131,7 @@ class DevGuardians:
         nonce: int = 0,
         consistency_level: int = 1,
         guardian_set_index: int = 0,
-        signers: Sequence[int] | None = None,
+        signers: Iterable[int] | None = None,
     ) -> VAA:
         """A VAA with this body, signed by ``signers`` (default: the first quorum slots)."""
         if len(emitter_address) != 32:
@@ -156,7 +156,7 @@ class DevGuardians:
         vaa: VAA,
         *,
         guardian_set_index: int | None = None,
-        signers: Sequence[int] | None = None,
+        signers: Iterable[int] | None = None,
     ) -> VAA:
         """The same body signed again (another subset, or for another set index)."""
         index = vaa.guardian_set_index if guardian_set_index is None else guardian_set_index
@@ -167,12 +167,13 @@ class DevGuardians:
         self._signers([slot])
         return Signature(guardian_index=slot, signature=sign_digest(self._keys[slot], digest))
 
-    def _signers(self, signers: Sequence[int] | None) -> list[int]:
+    def _signers(self, signers: Iterable[int] | None) -> list[int]:
         if signers is None:
             return list(range(self.quorum))
-        chosen = sorted(set(signers))
-        if len(chosen) != len(signers):
-            raise DevGuardianError(f"signers repeat a guardian: {list(signers)}")
+        given = list(signers)
+        chosen = sorted(set(given))
+        if len(chosen) != len(given):
+            raise DevGuardianError(f"signers repeat a guardian: {given}")
         for slot in chosen:
             if not 0 <= slot < len(self._keys):
                 raise DevGuardianError(
