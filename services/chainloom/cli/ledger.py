@@ -1,10 +1,521 @@
-"""``chainloom ledger``: placeholder until its issue lands (see the issue tracker)."""
+"""``chainloom ledger``: load XRP Ledger history into a backend and read it back.
+
+``load`` runs the ETL from a dump file (or rippled's gRPC API) into SQLite or Cassandra,
+``generate`` writes a dump of synthetic mainnet-shaped ledgers, ``replay`` serves a dump over
+rippled's gRPC API, and the read commands (``range``, ``header``, ``objects``, ``account-tx``,
+``nft``) query what was stored. Every command takes ``--json``; bad input exits 2 with one line
+naming it.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import click
+
+if TYPE_CHECKING:
+    from chainloom.ledger.backend import BackendInterface
+    from chainloom.ledger.etl import Progress
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _backend_options(function: F) -> F:
+    options = [
+        click.option(
+            "--backend",
+            "backend_type",
+            type=click.Choice(["sqlite", "cassandra"]),
+            default="sqlite",
+            show_default=True,
+            help="Which database.",
+        ),
+        click.option(
+            "--sqlite-path",
+            default="chainloom-ledger.sqlite3",
+            show_default=True,
+            envvar="CHAINLOOM_LEDGER_SQLITE",
+            help="SQLite database file.",
+        ),
+        click.option(
+            "--cassandra-hosts",
+            default="127.0.0.1:9042",
+            show_default=True,
+            envvar="CHAINLOOM_CASSANDRA_HOSTS",
+            help="Comma-separated contact points, host[:port].",
+        ),
+        click.option(
+            "--keyspace",
+            default="chainloom_ledger",
+            show_default=True,
+            help="Cassandra keyspace.",
+        ),
+        click.option(
+            "--replication-factor",
+            type=int,
+            default=1,
+            show_default=True,
+            help="Replication factor if the keyspace is created.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+def _guard(function: F) -> F:
+    """Turn chainloom's deliberate errors into one line on stderr and exit status 2."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from chainloom.errors import ChainloomError
+
+        try:
+            return function(*args, **kwargs)
+        except ChainloomError as refused:
+            _fail(str(refused))
+        return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _open_backend(options: dict[str, Any], *, read_only: bool) -> BackendInterface:
+    from chainloom.ledger.backend import make_backend
+    from chainloom.ledger.errors import LedgerConfigError
+
+    if options["backend_type"] == "sqlite":
+        if read_only and not Path(options["sqlite_path"]).exists():
+            raise LedgerConfigError(f"SQLite database {options['sqlite_path']} does not exist")
+        return make_backend(
+            {
+                "type": "sqlite",
+                "sqlite": {"path": options["sqlite_path"]},
+                "read_only": read_only,
+            }
+        )
+    hosts: list[str] = []
+    port = 9042
+    for entry in options["cassandra_hosts"].split(","):
+        host, _, port_text = entry.strip().partition(":")
+        if port_text:
+            if not port_text.isdigit():
+                raise LedgerConfigError(f"--cassandra-hosts: bad port in {entry!r}")
+            port = int(port_text)
+        hosts.append(host)
+    return make_backend(
+        {
+            "type": "cassandra",
+            "cassandra": {
+                "hosts": hosts,
+                "port": port,
+                "keyspace": options["keyspace"],
+                "replication_factor": options["replication_factor"],
+            },
+            "read_only": read_only,
+        }
+    )
+
+
+def _hex(value: bytes | None) -> str | None:
+    return None if value is None else value.hex().upper()
+
+
+def _parse_hex(text: str, what: str, size: int) -> bytes:
+    from chainloom.ledger.errors import LedgerInputError
+
+    try:
+        value = bytes.fromhex(text)
+    except ValueError:
+        raise LedgerInputError(f"{what} {text!r} is not hex") from None
+    if len(value) != size:
+        raise LedgerInputError(f"{what} {text!r} is {len(value)} bytes, expected {size}")
+    return value
+
+
+def _emit(as_json: bool, data: Any, lines: list[str]) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=None))
+    else:
+        for line in lines:
+            click.echo(line)
 
 
 @click.group()
 def ledger() -> None:
-    """Not implemented yet."""
+    """The XRP Ledger history backend: load, generate, replay and read ledgers."""
+
+
+# ------------------------------------------------------------------------------- load
+
+
+@ledger.command()
+@click.argument("dump", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--grpc", "grpc_address", help="Load from a rippled gRPC endpoint host:port.")
+@click.option("--start", type=int, help="First ledger of an empty store (gRPC; default latest).")
+@click.option("--stop", type=int, help="Stop after this ledger.")
+@click.option("--follow", is_flag=True, help="Wait for new ledgers instead of stopping.")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@_backend_options
+@_guard
+def load(
+    dump: Path | None,
+    *,
+    grpc_address: str | None,
+    start: int | None,
+    stop: int | None,
+    follow: bool,
+    quiet: bool,
+    **options: Any,
+) -> None:
+    """Load a ledger dump (or a gRPC source) into the backend, resuming where it stopped."""
+    from chainloom.ledger.errors import LedgerInputError
+    from chainloom.ledger.etl import LedgerEtl, LedgerSource
+
+    source: LedgerSource
+    if (dump is None) == (grpc_address is None):
+        raise LedgerInputError("give either a DUMP file or --grpc HOST:PORT")
+    if dump is not None:
+        from chainloom.ledger.sources.file import FileLedgerSource
+
+        source = FileLedgerSource(dump)
+    else:
+        from chainloom.ledger.sources.grpc import GrpcLedgerSource
+
+        assert grpc_address is not None
+        source = GrpcLedgerSource(grpc_address, start=start)
+    last_report = [0.0]
+
+    def report(progress: Progress) -> None:
+        now = time.monotonic()
+        if quiet or now - last_report[0] < 1.0:
+            return
+        last_report[0] = now
+        lag = "?" if progress.lag is None else str(progress.lag)
+        click.echo(
+            f"ledger {progress.sequence}: {progress.ledgers} ledgers, "
+            f"{progress.ledgers_per_second:.1f} ledgers/s, lag {lag}, "
+            f"{progress.transactions} txs, {progress.objects} objects",
+            err=True,
+        )
+
+    backend = _open_backend(options, read_only=False)
+    try:
+        summary = LedgerEtl(backend, source, on_progress=report).run(stop=stop, follow=follow)
+    finally:
+        backend.close()
+        source.close()
+    data = {
+        "first_committed": summary.first_committed,
+        "last_committed": summary.last_committed,
+        "resumed_from": summary.resumed_from,
+        "ledgers": summary.ledgers,
+        "transactions": summary.transactions,
+        "objects": summary.objects,
+        "seconds": round(summary.seconds, 3),
+        "ledgers_per_second": round(summary.ledgers_per_second, 2),
+        "stopped_because": summary.stopped_because,
+    }
+    _emit(
+        options["as_json"],
+        data,
+        [
+            f"loaded {summary.ledgers} ledgers ({summary.first_committed}..."
+            f"{summary.last_committed}), {summary.transactions} transactions, "
+            f"{summary.objects} objects in {summary.seconds:.2f}s "
+            f"({summary.ledgers_per_second:.1f} ledgers/s); {summary.stopped_because}"
+        ],
+    )
+    if summary.stopped_because.startswith("write conflict"):
+        sys.exit(3)
+
+
+# ------------------------------------------------------------------------------- reads
+
+
+@ledger.command(name="range")
+@_backend_options
+@_guard
+def range_(**options: Any) -> None:
+    """The stored ledger range (what readers may see)."""
+    backend = _open_backend(options, read_only=True)
+    try:
+        found = backend.hard_fetch_ledger_range()
+    finally:
+        backend.close()
+    if found is None:
+        _emit(options["as_json"], {"min": None, "max": None}, ["no ledgers stored"])
+        return
+    _emit(
+        options["as_json"],
+        {"min": found.min_sequence, "max": found.max_sequence},
+        [f"{found.min_sequence}-{found.max_sequence}"],
+    )
+
+
+@ledger.command()
+@click.argument("sequence", type=int)
+@_backend_options
+@_guard
+def header(sequence: int, **options: Any) -> None:
+    """One stored ledger header."""
+    from chainloom.ledger.errors import LedgerInputError
+
+    backend = _open_backend(options, read_only=True)
+    try:
+        backend.hard_fetch_ledger_range()
+        found = backend.fetch_ledger_by_sequence(sequence) if backend.is_visible(sequence) else None
+    finally:
+        backend.close()
+    if found is None:
+        raise LedgerInputError(f"ledger {sequence} is not in the stored range")
+    data = {
+        "ledger_index": found.sequence,
+        "hash": _hex(found.hash),
+        "parent_hash": _hex(found.parent_hash),
+        "transaction_hash": _hex(found.transaction_hash),
+        "account_hash": _hex(found.account_hash),
+        "total_coins": str(found.total_drops),
+        "parent_close_time": found.parent_close_time,
+        "close_time": found.close_time,
+        "close_time_resolution": found.close_time_resolution,
+        "close_flags": found.close_flags,
+    }
+    _emit(options["as_json"], data, [f"{k}: {v}" for k, v in data.items()])
+
+
+@ledger.command()
+@click.option("--at", "sequence", type=int, required=True, help="Ledger sequence.")
+@click.option("--limit", type=click.IntRange(1, 100_000), default=256, show_default=True)
+@click.option("--cursor", help="Continue after this key (a previous page's cursor).")
+@_backend_options
+@_guard
+def objects(sequence: int, limit: int, cursor: str | None, **options: Any) -> None:
+    """A page of the state at a ledger, in key order (a ledger page walk)."""
+    from chainloom.ledger.errors import LedgerInputError
+    from chainloom.ledger.xrpl import fields as sf
+    from chainloom.ledger.xrpl.parse import ledger_entry_type
+
+    start = _parse_hex(cursor, "cursor", 32) if cursor else None
+    backend = _open_backend(options, read_only=True)
+    try:
+        backend.hard_fetch_ledger_range()
+        if not backend.is_visible(sequence):
+            raise LedgerInputError(f"ledger {sequence} is not in the stored range")
+        page = backend.fetch_ledger_page(start, sequence, limit)
+    finally:
+        backend.close()
+    rows = [
+        {
+            "key": _hex(o.key),
+            "type": sf.ledger_entry_name(ledger_entry_type(o.blob)),
+            "blob": _hex(o.blob),
+        }
+        for o in page.objects
+    ]
+    _emit(
+        options["as_json"],
+        {"ledger_index": sequence, "objects": rows, "cursor": _hex(page.cursor)},
+        [f"{r['key']} {r['type']}" for r in rows]
+        + ([f"cursor: {_hex(page.cursor)}"] if page.cursor else []),
+    )
+
+
+@ledger.command(name="account-tx")
+@click.argument("account")
+@click.option("--forward", is_flag=True, help="Oldest first.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=200, show_default=True)
+@click.option("--marker", help="LEDGER:INDEX from a previous page.")
+@_backend_options
+@_guard
+def account_tx(account: str, forward: bool, limit: int, marker: str | None, **options: Any) -> None:
+    """An account's transactions (newest first unless --forward), paged by marker."""
+    from chainloom.ledger.errors import LedgerInputError
+    from chainloom.ledger.types import TransactionsCursor
+    from chainloom.ledger.xrpl.address import decode_account
+    from chainloom.ledger.xrpl.hashing import transaction_id
+    from chainloom.ledger.xrpl.parse import parse_metadata, parse_transaction
+
+    account_id = decode_account(account) if account.startswith("r") else None
+    if account_id is None:
+        account_id = _parse_hex(account, "account", 20)
+    cursor = None
+    if marker:
+        ledger_text, _, index_text = marker.partition(":")
+        if not (ledger_text.isdigit() and index_text.isdigit()):
+            raise LedgerInputError(f"marker {marker!r} is not LEDGER:INDEX")
+        cursor = TransactionsCursor(int(ledger_text), int(index_text))
+    backend = _open_backend(options, read_only=True)
+    try:
+        page = backend.fetch_account_transactions(account_id, limit, forward, cursor)
+    finally:
+        backend.close()
+    rows = []
+    for item in page.transactions:
+        tx = parse_transaction(item.transaction)
+        meta = parse_metadata(item.metadata)
+        rows.append(
+            {
+                "hash": _hex(transaction_id(item.transaction)),
+                "ledger_index": item.ledger_sequence,
+                "transaction_index": meta.transaction_index,
+                "date": item.date,
+                "type": tx.type_name,
+                "result": meta.result_name,
+            }
+        )
+    next_marker = (
+        None
+        if page.cursor is None
+        else f"{page.cursor.ledger_sequence}:{page.cursor.transaction_index}"
+    )
+    _emit(
+        options["as_json"],
+        {"account": account, "transactions": rows, "marker": next_marker},
+        [
+            f"{r['ledger_index']}:{r['transaction_index']} {r['hash']} {r['type']} {r['result']}"
+            for r in rows
+        ]
+        + ([f"marker: {next_marker}"] if next_marker else []),
+    )
+
+
+@ledger.command()
+@click.argument("token_id")
+@click.option("--at", "sequence", type=int, help="Ledger sequence (default: the newest).")
+@_backend_options
+@_guard
+def nft(token_id: str, sequence: int | None, **options: Any) -> None:
+    """An NFT's owner, URI and burn status at a ledger."""
+    from chainloom.ledger.errors import LedgerInputError
+    from chainloom.ledger.xrpl.address import encode_account
+
+    token = _parse_hex(token_id, "token ID", 32)
+    backend = _open_backend(options, read_only=True)
+    try:
+        stored = backend.hard_fetch_ledger_range()
+        if stored is None:
+            raise LedgerInputError("no ledgers stored")
+        at = stored.max_sequence if sequence is None else sequence
+        if not backend.is_visible(at):
+            raise LedgerInputError(f"ledger {at} is not in the stored range")
+        found = backend.fetch_nft(token, at)
+    finally:
+        backend.close()
+    if found is None:
+        raise LedgerInputError(f"NFT {token_id} is not known at ledger {at}")
+    data = {
+        "nft_id": _hex(found.token_id),
+        "ledger_index": found.ledger_sequence,
+        "owner": encode_account(found.owner),
+        "is_burned": found.is_burned,
+        "uri": _hex(found.uri),
+    }
+    _emit(options["as_json"], data, [f"{k}: {v}" for k, v in data.items()])
+
+
+# ------------------------------------------------------------------------------- generate, replay
+
+
+@ledger.command()
+@click.option("--from-state", "from_state", type=int, default=38129, show_default=True)
+@click.option("--ledgers", type=click.IntRange(0), default=10, show_default=True)
+@click.option("--txs-per-ledger", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--vectors",
+    type=click.Path(path_type=Path),
+    envvar="CHAINLOOM_VECTORS",
+    help="xrpl_vectors.json or its directory (default ../shared/vectors).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Dump file to write.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@_guard
+def generate(
+    *,
+    from_state: int,
+    ledgers: int,
+    txs_per_ledger: int,
+    seed: int,
+    vectors: Path | None,
+    out: Path,
+    as_json: bool,
+) -> None:
+    """Write a dump: a real state from the vectors, then N generated ledgers."""
+    from chainloom.ledger.generate import WorkloadGenerator, vectors_ledger
+    from chainloom.ledger.sources.dump import DumpWriter
+
+    if vectors is None:
+        vectors = Path.cwd().parent / "shared" / "vectors"
+    vectors_file = vectors / "xrpl_vectors.json" if vectors.is_dir() else vectors
+    initial = vectors_ledger(vectors_file, from_state)
+    generator = WorkloadGenerator(initial, seed=seed, txs_per_ledger=txs_per_ledger)
+    started = time.monotonic()
+    transactions = changes = 0
+    with DumpWriter(out) as writer:
+        writer.write(initial, from_state)
+        last = from_state
+        for sequence, record in generator.ledgers(ledgers):
+            writer.write(record, sequence)
+            transactions += len(record.transactions)
+            changes += len(record.objects)
+            last = sequence
+    data = {
+        "out": str(out),
+        "first": from_state,
+        "last": last,
+        "ledgers": ledgers,
+        "transactions": transactions,
+        "object_changes": changes,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    _emit(
+        as_json,
+        data,
+        [
+            f"wrote {out}: state of {from_state} + {ledgers} ledgers "
+            f"({transactions} transactions, {changes} object changes)"
+        ],
+    )
+
+
+@ledger.command()
+@click.argument("dump", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--listen", default="127.0.0.1:50051", show_default=True, help="host:port")
+@click.option(
+    "--interval",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Seconds between releasing ledgers (0 = all at once), like a live network.",
+)
+@_guard
+def replay(dump: Path, listen: str, interval: float) -> None:
+    """Serve a dump over rippled's gRPC API (org.xrpl.rpc.v1) until interrupted."""
+    from chainloom.ledger.sources.replay import ReplayServer
+
+    server = ReplayServer(dump, interval=interval)
+    port = server.start(listen)
+    click.echo(f"replaying {dump} on {listen.rpartition(':')[0]}:{port}", err=True)
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
