@@ -45,6 +45,7 @@ from chainloom.wormhole.payloads import (
     decode_padded_string,
     decode_payload,
     denormalize_amount,
+    encode_payload,
     format_amount,
     normalize_amount,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "denormalize_amount",
     "derive_guardian_sets",
     "devnet_emitters",
+    "encode_payload",
     "format_amount",
     "generate_vaas",
     "mainnet_emitters",

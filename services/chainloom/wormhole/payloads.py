@@ -44,6 +44,8 @@ __all__ = [
     "decode_payload",
     "decode_token_bridge_payload",
     "denormalize_amount",
+    "encode_guardian_set_upgrade",
+    "encode_payload",
     "format_amount",
     "normalize_amount",
 ]
@@ -494,3 +496,106 @@ def decode_payload(vaa: VAA, *, emitters: KnownEmitters | None = None) -> Payloa
         return _by_shape(payload)
     except PayloadParseError as error:
         return RawPayload(payload, error=str(error))
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding (for the dev kit, the workload generator and round-trip tests)
+
+
+def _module_field(module: str) -> bytes:
+    return module.encode("ascii").rjust(32, b"\x00")
+
+
+def encode_payload(payload: Payload) -> bytes:  # noqa: PLR0911 - one return per layout
+    """The wire bytes of a typed payload (the inverse of the decoders).
+
+    Strings are written from their ``*_raw`` bytes, so a decoded payload encodes back to the
+    exact bytes it came from.
+    """
+    if isinstance(payload, TokenTransfer):
+        return (
+            b"\x01"
+            + payload.amount.to_bytes(32, "big")
+            + payload.token_address
+            + payload.token_chain.to_bytes(2, "big")
+            + payload.to
+            + payload.to_chain.to_bytes(2, "big")
+            + payload.fee.to_bytes(32, "big")
+        )
+    if isinstance(payload, TokenTransferWithPayload):
+        return (
+            b"\x03"
+            + payload.amount.to_bytes(32, "big")
+            + payload.token_address
+            + payload.token_chain.to_bytes(2, "big")
+            + payload.to
+            + payload.to_chain.to_bytes(2, "big")
+            + payload.from_address
+            + payload.payload
+        )
+    if isinstance(payload, AssetMeta):
+        return (
+            b"\x02"
+            + payload.token_address
+            + payload.token_chain.to_bytes(2, "big")
+            + bytes((payload.decimals,))
+            + payload.symbol_raw
+            + payload.name_raw
+        )
+    if isinstance(payload, NftTransfer):
+        return (
+            b"\x01"
+            + payload.token_address
+            + payload.token_chain.to_bytes(2, "big")
+            + payload.symbol_raw
+            + payload.name_raw
+            + payload.token_id.to_bytes(32, "big")
+            + bytes((len(payload.uri_raw),))
+            + payload.uri_raw
+            + payload.to
+            + payload.to_chain.to_bytes(2, "big")
+        )
+    if isinstance(payload, GuardianSetUpgrade):
+        return encode_guardian_set_upgrade(
+            payload.new_guardian_set_index,
+            payload.new_guardian_keys,
+            target_chain=payload.target_chain,
+        )
+    if isinstance(payload, RegisterChain):
+        return (
+            _module_field(payload.module)
+            + bytes((RegisterChain.action,))
+            + payload.target_chain.to_bytes(2, "big")
+            + payload.emitter_chain.to_bytes(2, "big")
+            + payload.emitter_address
+        )
+    if isinstance(payload, ContractUpgrade):
+        action = 1 if payload.module == "Core" else 2
+        return (
+            _module_field(payload.module)
+            + bytes((action,))
+            + payload.target_chain.to_bytes(2, "big")
+            + payload.new_contract
+        )
+    if isinstance(payload, GovernanceMessage):
+        return (
+            _module_field(payload.module)
+            + bytes((payload.action,))
+            + payload.target_chain.to_bytes(2, "big")
+            + payload.body
+        )
+    return payload.data
+
+
+def encode_guardian_set_upgrade(
+    new_index: int, addresses: tuple[bytes, ...] | list[bytes], *, target_chain: int = 0
+) -> bytes:
+    """A Core GuardianSetUpgrade governance payload."""
+    return (
+        _module_field("Core")
+        + bytes((GuardianSetUpgrade.action,))
+        + target_chain.to_bytes(2, "big")
+        + new_index.to_bytes(4, "big")
+        + bytes((len(addresses),))
+        + b"".join(addresses)
+    )
