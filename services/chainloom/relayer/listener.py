@@ -7,8 +7,10 @@ Why it is shaped this way:
   already known and where, rejected and why, malformed) - the reference answered 200 for all.
 * Deduplication is the tables' atomic ``enqueue`` (by digest, across every table), so the ~19
   copies of one VAA that the spy forwards make one request even when they race.
-* The cheap read (``locate``) runs before the chain adapter's ``is_redeemed`` so duplicates do
-  not cost a chain query each; the atomic ``enqueue`` still decides.
+* Where a chain adapter is configured, a cheap read (``locate``) runs before its
+  ``is_redeemed`` so duplicates do not cost a chain query each; the atomic ``enqueue`` still
+  decides. Without an adapter the enqueue is the only Redis call (the worker checks
+  redemption again before submitting anyway).
 * Redis and signature checks are blocking, so :class:`Listener` runs the intake in a small
   thread pool next to the asyncio loop that serves gRPC and HTTP; one pooled Redis client is
   shared by every thread.
@@ -170,22 +172,23 @@ class Intake:
         digest, message_id = vaa.digest_hex, vaa.message_id
         counters = self.validator.counters
 
-        where = self.tables.locate(digest)
-        if where is not None:
-            counters.rejected(Rule.NOT_QUEUED)
-            return IntakeResult(
-                Status.KNOWN,
-                reason=f"already in {where.value}",
-                rule=Rule.NOT_QUEUED,
-                digest=digest,
-                message_id=message_id,
-                table=where.value,
-            )
-
         adapter = self.adapters.get(checked.target_chain)
         if adapter is None:
             self.counters.skipped_redeem_check()
-        elif adapter.is_redeemed(data):
+        else:
+            # A cheap read first, so the guardians' copies of a queued VAA cost no chain query.
+            where = self.tables.locate(digest)
+            if where is not None:
+                counters.rejected(Rule.NOT_QUEUED)
+                return IntakeResult(
+                    Status.KNOWN,
+                    reason=f"already in {where.value}",
+                    rule=Rule.NOT_QUEUED,
+                    digest=digest,
+                    message_id=message_id,
+                    table=where.value,
+                )
+        if adapter is not None and adapter.is_redeemed(data):
             counters.passed(Rule.NOT_QUEUED)
             counters.rejected(Rule.NOT_REDEEMED)
             return IntakeResult(
