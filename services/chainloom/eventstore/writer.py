@@ -83,6 +83,13 @@ class WriterConfig:
     """Longest back-off delay."""
     conditional_workers: int = 8
     """Concurrent check-and-mutate calls for rows reaching quorum."""
+    conditional_quorum: bool = True
+    """Write a row's first SignedVAA with check-and-mutate (safe with any number of writers).
+
+    False writes it in the batch's MutateRows after the batch's read found it absent: about
+    four times faster on new rows, and safe only when each message id has a single writer
+    (writers partitioned by row key, as the bench and a keyed stream do).
+    """
 
 
 @dataclass(slots=True)
@@ -237,6 +244,16 @@ class EventWriter:
         if len(self._queue) >= self.config.flush_rows:
             self.flush()
 
+    def submit_prepared(self, item: MessageInput) -> list[RowPlan]:
+        """Queue an input already verified by :meth:`prepare` (e.g. in another stage).
+
+        Returns the plans written if the queue reached ``flush_rows`` and was flushed.
+        """
+        self._queue.append(item)
+        if len(self._queue) >= self.config.flush_rows:
+            return self.flush()
+        return []
+
     def put(
         self,
         data: bytes | VAA,
@@ -350,8 +367,13 @@ class EventWriter:
 
         retry: list[MessageInput] = []
         written: list[tuple[MessageInput, RowPlan]] = []
-        conditional = [(item, plan) for item, plan in plans if plan.conditional]
-        plain = [(item, plan) for item, plan in plans if not plan.conditional and plan.cells]
+        guarded = self.config.conditional_quorum
+        conditional = [(item, plan) for item, plan in plans if plan.conditional and guarded]
+        plain = [
+            (item, plan)
+            for item, plan in plans
+            if plan.cells and not (plan.conditional and guarded)
+        ]
         # A row gets its SignedVAA (and everything planned with it) atomically, or not at all.
         lost_race: set[int] = set()
         if conditional:
