@@ -16,6 +16,8 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
     tokens:
       - {chain: 1, address: "069b8857feab8184fb687f634618c035dac439dc1aeb3b5598a0f00000000001",
          min_fee: 0}
+      - {chain: ethereum, address: "*", min_fee: 1000}   # any asset native to Ethereum
+      - {chain: "*", address: "*", min_fee: 5000}        # anything else (devnets, load tests)
 
 Environment variables override single fields (values are JSON or plain text, never code):
 ``CHAINLOOM_RELAYER_REDIS_URL``, ``..._SPY_ADDRESS``, ``..._REST_HOST``, ``..._REST_PORT``,
@@ -48,12 +50,12 @@ GUARDIAN_SET_PRESETS = ("mainnet", "devnet")
 
 @dataclass(frozen=True, slots=True)
 class TokenRule:
-    """One origin asset the relayer accepts, and the fee it must carry."""
+    """One origin asset (or a wildcard of them) the relayer accepts, and the fee it must carry."""
 
-    chain: int
-    """Chain id where the token is native (the transfer's ``token_chain``)."""
-    address: bytes
-    """The token's 32-byte origin address (EVM addresses are left-padded with zeros)."""
+    chain: int | None
+    """Chain id where the token is native (the transfer's ``token_chain``); None: ``"*"``."""
+    address: bytes | None
+    """The token's 32-byte origin address (EVM addresses left-padded); None: ``"*"``."""
     min_fee: int
     """Smallest acceptable relayer fee, in the transfer's normalized units (8 decimals max)."""
 
@@ -176,7 +178,15 @@ class RelayerConfig:
         return ValidationPolicy(
             known_emitters=frozenset(self.known_emitters),
             target_chains=self.target_chains,
-            min_fees={(t.chain, t.address): t.min_fee for t in self.tokens},
+            min_fees={
+                (t.chain, t.address): t.min_fee
+                for t in self.tokens
+                if t.chain is not None and t.address is not None
+            },
+            chain_min_fees={
+                t.chain: t.min_fee for t in self.tokens if t.chain is not None and t.address is None
+            },
+            any_asset_min_fee=next((t.min_fee for t in self.tokens if t.chain is None), None),
             allow_payload3=self.payload3,
         )
 
@@ -375,8 +385,12 @@ def _token(value: Any, index: int, source: str) -> TokenRule:
     min_fee = value.get("min_fee", 0)
     if not isinstance(min_fee, int) or isinstance(min_fee, bool) or min_fee < 0:
         raise ConfigError(f"{source}: {where}.min_fee must be a non-negative integer")
-    return TokenRule(
-        chain=_chain(value["chain"], where + ".chain", source),
-        address=_address32(value["address"], where + ".address", source),
-        min_fee=min_fee,
+    chain = None if value["chain"] == "*" else _chain(value["chain"], where + ".chain", source)
+    address = (
+        None
+        if value["address"] == "*"
+        else _address32(value["address"], where + ".address", source)
     )
+    if chain is None and address is not None:
+        raise ConfigError(f'{source}: {where}: chain "*" needs address "*" too')
+    return TokenRule(chain=chain, address=address, min_fee=min_fee)

@@ -94,6 +94,23 @@ class ValidationPolicy:
     """Allowed origin assets ``(token chain, 32-byte address)`` and their minimum fee."""
     allow_payload3: bool = False
     """Also accept payload-3 transfers (they carry no fee: their minimum must be 0)."""
+    chain_min_fees: Mapping[int, int] = field(default_factory=dict)
+    """Any asset native to these chains is allowed, with this minimum fee (wildcard entries)."""
+    any_asset_min_fee: int | None = None
+    """Any other origin asset is allowed with this minimum fee; None: refused."""
+
+    def min_fee(self, token_chain: int, token_address: bytes) -> int | None:
+        """The minimum fee of an origin asset; None when it is not on the allowlist.
+
+        The most specific entry wins: the exact asset, then its chain, then the catch-all.
+        """
+        exact = self.min_fees.get((token_chain, token_address))
+        if exact is not None:
+            return exact
+        chain_wide = self.chain_min_fees.get(token_chain)
+        if chain_wide is not None:
+            return chain_wide
+        return self.any_asset_min_fee
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +279,7 @@ class Validator:
         return f"target chain {_chain(transfer.to_chain)} is not supported"
 
     def _origin_asset(self, transfer: Transfer) -> str | None:
-        if (transfer.token_chain, transfer.token_address) in self.policy.min_fees:
+        if self.policy.min_fee(transfer.token_chain, transfer.token_address) is not None:
             return None
         return (
             f"origin asset {transfer.token_address.hex()} on chain "
@@ -270,7 +287,7 @@ class Validator:
         )
 
     def _fee(self, transfer: Transfer) -> str | None:
-        minimum = self.policy.min_fees[(transfer.token_chain, transfer.token_address)]
+        minimum = self.policy.min_fee(transfer.token_chain, transfer.token_address) or 0
         fee = transfer.fee if isinstance(transfer, TokenTransfer) else 0
         if fee >= minimum:
             return None

@@ -189,3 +189,23 @@ def test_environment_values_are_never_evaluated():
     # The reference parsed SUPPORTED_TOKENS with eval(); here code is just a bad value.
     with pytest.raises(ConfigError, match="not valid JSON"):
         apply_environment({}, {"CHAINLOOM_RELAYER_TOKENS": "__import__('os').getcwd()"})
+
+
+def test_token_wildcards_become_chain_wide_and_catch_all_minimums():
+    config = RelayerConfig.from_mapping(
+        {
+            "tokens": [
+                {"chain": 2, "address": USDC, "min_fee": 5},
+                {"chain": "ethereum", "address": "*", "min_fee": 50},
+                {"chain": "*", "address": "*", "min_fee": 500},
+            ]
+        }
+    )
+    policy = config.validation_policy()
+    usdc = bytes(12) + bytes.fromhex(USDC[2:])
+    assert policy.min_fee(2, usdc) == 5
+    assert policy.min_fee(2, b"\x01" * 32) == 50
+    assert policy.min_fee(6, b"\x01" * 32) == 500
+    assert RelayerConfig.from_mapping({}).validation_policy().min_fee(2, usdc) is None
+    with pytest.raises(ConfigError, match=r'tokens\[0\]: chain "\*" needs address "\*" too'):
+        RelayerConfig.from_mapping({"tokens": [{"chain": "*", "address": USDC}]})

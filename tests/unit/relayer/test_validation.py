@@ -230,3 +230,27 @@ def test_a_real_mainnet_transfer_is_accepted_and_a_tampered_copy_refused(vaa_vec
     result = rejected(check.check(flip_signature_byte(raw, signature_number=3)))
     assert result.rule is Rule.SIGNATURES
     assert result.reason.startswith("signatures not verified: ")
+
+
+def test_wildcard_assets_are_allowed_with_their_own_minimum():
+    base = dev_policy()
+    policy = ValidationPolicy(
+        known_emitters=base.known_emitters,
+        target_chains=base.target_chains,
+        min_fees=base.min_fees,
+        chain_min_fees={6: 10},
+        any_asset_min_fee=1000,
+    )
+    check = validator(policy)
+    other = bytes(12) + b"\x77" * 20
+    # Listed exactly: its own minimum.
+    assert isinstance(check.check(signed_transfer(1, fee=MIN_FEE).to_bytes()), Accepted)
+    # Native to chain 6: the chain-wide minimum.
+    assert isinstance(
+        check.check(signed_transfer(2, token=other, token_chain=6, fee=10).to_bytes()), Accepted
+    )
+    # Anything else: the catch-all minimum.
+    cheap = rejected(check.check(signed_transfer(3, token=other, fee=999).to_bytes()))
+    assert cheap.rule is Rule.FEE
+    assert "below the minimum 1000" in cheap.reason
+    assert isinstance(check.check(signed_transfer(4, token=other, fee=1000).to_bytes()), Accepted)
