@@ -98,7 +98,7 @@ class IntakeCounters:
     by_source: dict[str, int] = field(default_factory=dict)
     """``{"spy": n, "rest": m}``."""
     redeem_check_skipped: int = 0
-    """Accepted VAAs whose target chain has no adapter to ask (the worker still checks)."""
+    """Queued VAAs whose target chain has no adapter to ask (the worker still checks)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, source: str, status: Status) -> None:
@@ -173,9 +173,7 @@ class Intake:
         counters = self.validator.counters
 
         adapter = self.adapters.get(checked.target_chain)
-        if adapter is None:
-            self.counters.skipped_redeem_check()
-        else:
+        if adapter is not None:
             # A cheap read first, so the guardians' copies of a queued VAA cost no chain query.
             where = self.tables.locate(digest)
             if where is not None:
@@ -219,7 +217,11 @@ class Intake:
                 message_id=message_id,
                 table=table,
             )
-        counters.passed(Rule.NOT_QUEUED, Rule.NOT_REDEEMED)
+        if adapter is None:
+            counters.passed(Rule.NOT_QUEUED)
+            self.counters.skipped_redeem_check()
+        else:
+            counters.passed(Rule.NOT_QUEUED, Rule.NOT_REDEEMED)
         return IntakeResult(Status.QUEUED, digest=digest, message_id=message_id, table="incoming")
 
 

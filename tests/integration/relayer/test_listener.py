@@ -120,6 +120,9 @@ def test_spy_stream_to_tables_with_guardian_copies_and_rejections(client):
     assert rules["target_chain"]["rejected"] == 1
     assert rules["fee"]["rejected"] == 1
     assert rules["known_emitter"]["rejected"] == 0  # the spy's filter kept the NFT VAA away
+    # No chain adapter here: the redemption check is skipped (and said so), never "passed".
+    assert rules["not_redeemed"] == {"passed": 0, "rejected": 0}
+    assert counts["redeem_check_skipped"] == 30
 
 
 def test_the_listener_keeps_consuming_after_the_spy_restarts(client):
