@@ -43,6 +43,7 @@ __all__ = [
     "parse_vaa",
     "parse_vaa_text",
     "raw_signatures",
+    "signature_entries",
 ]
 
 SUPPORTED_VERSION = 1
@@ -272,13 +273,27 @@ def _raise_order_error(indices: bytes) -> None:
 
 def raw_signatures(vaa: VAA) -> list[tuple[int, bytes]]:
     """(guardian index, 65-byte signature) pairs, read from the buffer when there is one."""
+    return [(entry[0], entry[1:]) for entry in signature_entries(vaa)[1]]
+
+
+def signature_entries(vaa: VAA) -> tuple[bytes, list[bytes]]:
+    """The guardian indices (one byte each) and the 66-byte entries (index || r || s || v).
+
+    Read straight from the received buffer for parsed VAAs; this is what the verifier and the
+    signature cache work on, without building :class:`Signature` objects.
+    """
     data = vaa._encoded
     if data is None:
-        return [(s.guardian_index, s.signature) for s in vaa.signatures]
-    return [
-        (data[start], data[start + 1 : start + SIGNATURE_ENTRY_LENGTH])
-        for start in range(HEADER_LENGTH, vaa._body_offset, SIGNATURE_ENTRY_LENGTH)
-    ]
+        signatures = vaa.signatures
+        return (
+            bytes(s.guardian_index for s in signatures),
+            [bytes((s.guardian_index,)) + s.signature for s in signatures],
+        )
+    end = vaa._body_offset
+    return (
+        data[HEADER_LENGTH:end:SIGNATURE_ENTRY_LENGTH],
+        [data[start : start + SIGNATURE_ENTRY_LENGTH] for start in range(HEADER_LENGTH, end, 66)],
+    )
 
 
 def parse_vaa(data: bytes | bytearray | memoryview) -> VAA:

@@ -15,22 +15,36 @@ recovered is cached, so a cache can never make a bad signature pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from coincurve import PublicKey
 
 from chainloom.wormhole.chains import checksum_address
 from chainloom.wormhole.errors import UnknownGuardianSetError
-from chainloom.wormhole.guardians import GuardianSets, quorum
+from chainloom.wormhole.guardians import GuardianSet, GuardianSets, quorum
 from chainloom.wormhole.hashing import keccak256
-from chainloom.wormhole.vaa import VAA, raw_signatures
+from chainloom.wormhole.vaa import VAA, raw_signatures, signature_entries
 
 __all__ = ["SignatureCache", "Verification", "recover_signer", "verify_vaa"]
 
 _from_signature_and_message = PublicKey.from_signature_and_message
 
-# Guardian addresses repeat endlessly; their EIP-55 form costs a hash, so remember a few.
-_checksummed = lru_cache(maxsize=4096)(checksum_address)
+_MISSING = object()
+
+# Guardian addresses repeat endlessly; their EIP-55 form costs a hash, so remember them.
+_CHECKSUMMED: dict[bytes, str] = {}
+
+
+def _checksummed(address: bytes) -> str:
+    text = _CHECKSUMMED.get(address)
+    if text is None:
+        if len(_CHECKSUMMED) >= 4096:
+            _CHECKSUMMED.clear()
+        text = _CHECKSUMMED[address] = checksum_address(address)
+    return text
+
+
+def _recover_entries(digest: bytes, entries: list[bytes]) -> list[bytes | None]:
+    return [recover_signer(digest, entry[1:]) for entry in entries]
 
 
 def recover_signer(digest: bytes, signature: bytes) -> bytes | None:
@@ -77,17 +91,28 @@ class SignatureCache:
 
     def recover(self, digest: bytes, guardian_index: int, signature: bytes) -> bytes | None:
         """The recovered signer, from the cache or by recovering (and then remembering it)."""
-        key = digest + bytes((guardian_index,)) + signature
-        entries = self._entries
-        if key in entries:
-            self.hits += 1
-            return entries[key]
-        self.misses += 1
-        address = recover_signer(digest, signature)
-        if len(entries) >= self.max_entries:
-            del entries[next(iter(entries))]
-        entries[key] = address
-        return address
+        return self.recover_entries(digest, [bytes((guardian_index,)) + signature])[0]
+
+    def recover_entries(self, digest: bytes, entries: list[bytes]) -> list[bytes | None]:
+        """Recovered signers for 66-byte signature entries (guardian index || r || s || v)."""
+        table = self._entries
+        get = table.get
+        recovered: list[bytes | None] = []
+        hits = 0
+        for entry in entries:
+            key = digest + entry
+            address = get(key, _MISSING)
+            if address is _MISSING:
+                address = recover_signer(digest, entry[1:])
+                if len(table) >= self.max_entries:
+                    del table[next(iter(table))]
+                table[key] = address
+                self.misses += 1
+            else:
+                hits += 1
+            recovered.append(address)  # type: ignore[arg-type]
+        self.hits += hits
+        return recovered
 
     def clear(self) -> None:
         """Forget everything (counters too)."""
@@ -125,7 +150,7 @@ def _invalid(reason: str, *, quorum_needed: int = 0, index: int | None = None) -
     )
 
 
-def verify_vaa(  # noqa: PLR0912 - one pass per signature on the hot path
+def verify_vaa(
     vaa: VAA,
     sets: GuardianSets,
     *,
@@ -146,39 +171,31 @@ def verify_vaa(  # noqa: PLR0912 - one pass per signature on the hot path
     addresses = guardian_set.addresses
     size = len(addresses)
     needed = quorum(size)
-    signatures = raw_signatures(vaa)
-    if not signatures:
+    indices, entries = signature_entries(vaa)
+    count = len(entries)
+    if not count:
         return _invalid("no signatures", quorum_needed=needed, index=index)
-    if len(signatures) > size:
+    if count > size:
         return _invalid(
-            f"{len(signatures)} signatures but guardian set {index} has {size} guardians",
+            f"{count} signatures but guardian set {index} has {size} guardians",
             quorum_needed=needed,
             index=index,
         )
     digest = vaa.digest
-    recover = cache.recover if cache is not None else None
+    well_formed = indices[-1] < size and (
+        vaa._encoded is not None or indices == bytes(sorted(set(indices)))
+    )
+    if not well_formed:
+        return _verify_slowly(vaa, guardian_set, now)
+    if cache is not None:
+        recovered = cache.recover_entries(digest, entries)
+    else:
+        recovered = _recover_entries(digest, entries)
     signers: list[str] = []
     reason: str | None = None
-    previous = -1
     matched = 0
-    for position, (guardian, signature) in enumerate(signatures):
-        if guardian <= previous:
-            reason = reason or (
-                f"signature {position} (guardian {guardian}) is out of order: guardian indices "
-                "must be strictly ascending"
-            )
-            continue
-        previous = guardian
-        if guardian >= size:
-            reason = reason or (
-                f"signature {position} names guardian {guardian} but guardian set {index} has "
-                f"{size} guardians"
-            )
-            continue
-        if recover is not None:
-            address = recover(digest, guardian, signature)
-        else:
-            address = recover_signer(digest, signature)
+    for position, address in enumerate(recovered):
+        guardian = indices[position]
         if address is None:
             reason = reason or (
                 f"signature {position} (guardian {guardian}) is not a valid secp256k1 signature"
@@ -191,6 +208,20 @@ def verify_vaa(  # noqa: PLR0912 - one pass per signature on the hot path
             reason = reason or (
                 f"signature {position} (guardian {guardian}) does not match guardian set {index}"
             )
+    return _conclude(signers, matched, reason, now=now, guardian_set=guardian_set)
+
+
+def _conclude(
+    signers: list[str],
+    matched: int,
+    reason: str | None,
+    *,
+    now: int | None,
+    guardian_set: GuardianSet,
+) -> Verification:
+    index = guardian_set.index
+    size = len(guardian_set.addresses)
+    needed = quorum(size)
     quorum_met = matched >= needed
     if reason is None and not quorum_met:
         reason = f"quorum not met: {matched} of {size} guardians signed, {needed} needed"
@@ -207,3 +238,43 @@ def verify_vaa(  # noqa: PLR0912 - one pass per signature on the hot path
         reason=reason,
         guardian_set_index=index,
     )
+
+
+def _verify_slowly(vaa: VAA, guardian_set: GuardianSet, now: int | None) -> Verification:
+    """Signature lists with indices out of order or out of range: explain the first problem."""
+    index = guardian_set.index
+    addresses = guardian_set.addresses
+    size = len(addresses)
+    digest = vaa.digest
+    signers: list[str] = []
+    reason: str | None = None
+    previous = -1
+    matched = 0
+    for position, (guardian, signature) in enumerate(raw_signatures(vaa)):
+        if guardian <= previous:
+            reason = reason or (
+                f"signature {position} (guardian {guardian}) is out of order: guardian indices "
+                "must be strictly ascending"
+            )
+            continue
+        previous = guardian
+        if guardian >= size:
+            reason = reason or (
+                f"signature {position} names guardian {guardian} but guardian set {index} has "
+                f"{size} guardians"
+            )
+            continue
+        address = recover_signer(digest, signature)
+        if address is None:
+            reason = reason or (
+                f"signature {position} (guardian {guardian}) is not a valid secp256k1 signature"
+            )
+            continue
+        signers.append(_checksummed(address))
+        if address == addresses[guardian]:
+            matched += 1
+        else:
+            reason = reason or (
+                f"signature {position} (guardian {guardian}) does not match guardian set {index}"
+            )
+    return _conclude(signers, matched, reason, now=now, guardian_set=guardian_set)
