@@ -69,6 +69,8 @@ class SpyClientCounters:
     """VAAs dropped because the consumer's buffer was full."""
     empty: int = 0
     """Responses without VAA bytes (ignored)."""
+    consumer_errors: int = 0
+    """VAAs on which the consumer given to :meth:`SpyClient.run` raised (logged, skipped)."""
     last_error: str | None = None
     """The gRPC status of the last failed stream, for ``/readyz`` and logs."""
 
@@ -146,10 +148,8 @@ class SpyClient:
 
     async def run(self, consume: Callable[[bytes], Awaitable[None]], *, workers: int = 1) -> None:
         """Feed every VAA to ``consume`` from ``workers`` concurrent tasks until :meth:`stop`."""
-        if workers == 1:
-            async for vaa in self.messages():
-                await consume(vaa)
-            return
+        if workers < 1:
+            raise SpyError(f"workers must be at least 1, got {workers}")
         queue: asyncio.Queue[bytes] = asyncio.Queue(workers * 2)
 
         async def work() -> None:
@@ -157,6 +157,9 @@ class SpyClient:
                 vaa = await queue.get()
                 try:
                     await consume(vaa)
+                except Exception:  # one bad VAA must not stop the subscription
+                    self.counters.consumer_errors += 1
+                    log.exception("spy %s: the consumer failed on a VAA", self.address)
                 finally:
                     queue.task_done()
 

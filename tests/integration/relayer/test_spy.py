@@ -312,3 +312,33 @@ def test_spy_serve_replays_history_from_the_event_store(bigtable_table_name: str
         if server.poll() is None:
             server.kill()
         server.communicate()
+
+
+def test_a_failing_consumer_does_not_end_the_subscription():
+    async def scenario() -> None:
+        hub = SpyHub()
+        server = SpyServer(hub, "127.0.0.1:0")
+        await server.start()
+        client = SpyClient(server.target, backoff=FAST)
+        vaas = token_vaas(6)
+        seen: list[bytes] = []
+
+        async def consume(vaa: bytes) -> None:
+            seen.append(vaa)
+            if len(seen) % 2:
+                raise RuntimeError("consumer bug")
+            if len(seen) == len(vaas):
+                client.stop()
+
+        running = asyncio.create_task(client.run(consume, workers=2))
+        try:
+            await hub.wait_for_subscribers(1, timeout=10)
+            for vaa in vaas:
+                await hub.publish(vaa)
+            await asyncio.wait_for(running, 10)
+        finally:
+            await server.stop()
+        assert sorted(seen) == sorted(vaas)
+        assert client.counters.consumer_errors == 3
+
+    run(scenario)
