@@ -190,3 +190,16 @@ def test_signature_validates():
 def test_bytearray_and_memoryview_inputs():
     raw = _vaa().to_bytes()
     assert parse_vaa(bytearray(raw)) == parse_vaa(memoryview(raw)) == parse_vaa(raw)
+
+
+def test_pickle_and_copy_keep_the_received_bytes():
+    """Spark ships VAAs between processes by pickling them."""
+    import copy
+    import pickle
+
+    parsed = parse_vaa(_vaa(signature_count=3).to_bytes())
+    for clone in (pickle.loads(pickle.dumps(parsed)), copy.deepcopy(parsed)):
+        assert clone == parsed
+        assert clone.to_bytes() == parsed.to_bytes()
+        assert clone.digest == parsed.digest
+        assert clone.signatures == parsed.signatures
