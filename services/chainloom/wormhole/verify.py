@@ -191,24 +191,28 @@ def verify_vaa(
         recovered = cache.recover_entries(digest, entries)
     else:
         recovered = _recover_entries(digest, entries)
-    signers: list[str] = []
-    reason: str | None = None
     matched = 0
-    for position, address in enumerate(recovered):
-        guardian = indices[position]
-        if address is None:
-            reason = reason or (
-                f"signature {position} (guardian {guardian}) is not a valid secp256k1 signature"
-            )
-            continue
-        signers.append(_checksummed(address))
+    for guardian, address in zip(indices, recovered, strict=True):
         if address == addresses[guardian]:
             matched += 1
-        else:
-            reason = reason or (
-                f"signature {position} (guardian {guardian}) does not match guardian set {index}"
-            )
+    get_checksum = _CHECKSUMMED.get
+    signers = [get_checksum(a) or _checksummed(a) for a in recovered if a is not None]
+    reason = None if matched == count else _first_mismatch(indices, recovered, guardian_set)
     return _conclude(signers, matched, reason, now=now, guardian_set=guardian_set)
+
+
+def _first_mismatch(
+    indices: bytes, recovered: list[bytes | None], guardian_set: GuardianSet
+) -> str | None:
+    for position, (guardian, address) in enumerate(zip(indices, recovered, strict=True)):
+        if address is None:
+            return f"signature {position} (guardian {guardian}) is not a valid secp256k1 signature"
+        if address != guardian_set.addresses[guardian]:
+            return (
+                f"signature {position} (guardian {guardian}) does not match guardian set "
+                f"{guardian_set.index}"
+            )
+    return None
 
 
 def _conclude(
