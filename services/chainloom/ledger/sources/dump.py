@@ -110,11 +110,18 @@ class DumpFile:
         self.path = path
         if not path.is_file():
             raise LedgerInputError(f"ledger dump {path} does not exist")
-        self._handle = path.open("rb")
         self._offsets: dict[int, int] = {}
         self._order: list[int] = []
         offset = 0
-        for number, line in enumerate(self._handle, start=1):
+        with path.open("rb") as handle:
+            self._index(handle)
+        if not self._order:
+            raise LedgerInputError(f"ledger dump {path} is empty")
+
+    def _index(self, handle: IO[bytes]) -> None:
+        path = self.path
+        offset = 0
+        for number, line in enumerate(handle, start=1):
             if line.strip():
                 match = _SEQUENCE.match(line)
                 if match is None:
@@ -127,8 +134,6 @@ class DumpFile:
                 self._offsets[sequence] = offset
                 self._order.append(sequence)
             offset += len(line)
-        if not self._order:
-            raise LedgerInputError(f"ledger dump {path} is empty")
 
     @property
     def sequences(self) -> list[int]:
@@ -140,8 +145,10 @@ class DumpFile:
         offset = self._offsets.get(sequence)
         if offset is None:
             return None
-        self._handle.seek(offset)
-        line = self._handle.readline()
+        # Opened per read: a source may live long and be shared; no handle to leak.
+        with self.path.open("rb") as handle:
+            handle.seek(offset)
+            line = handle.readline()
         found, ledger = decode_record(line, f"{self.path} (ledger {sequence})")
         if found != sequence:  # pragma: no cover - the index was built from the same bytes
             raise LedgerInputError(f"{self.path}: index points at ledger {found}")
@@ -154,8 +161,7 @@ class DumpFile:
             yield sequence, ledger
 
     def close(self) -> None:
-        """Close the file."""
-        self._handle.close()
+        """Nothing to release (kept for the source protocol)."""
 
 
 def state_at(dump: DumpFile, sequence: int) -> dict[bytes, bytes]:
