@@ -12,7 +12,7 @@ import pytest
 from chainloom.ledger.backend import BackendInterface, make_backend
 from chainloom.ledger.config import BackendConfig, CassandraConfig, SqliteConfig
 from chainloom.ledger.errors import LedgerIntegrityError
-from chainloom.ledger.etl import LedgerEtl, Progress, SourceLedger, stored_state
+from chainloom.ledger.etl import LedgerEtl, Progress, SourceLedger
 from chainloom.ledger.generate import WorkloadGenerator, vectors_ledger
 from chainloom.ledger.nft import nfts_from_object
 from chainloom.ledger.sources.dump import DumpWriter
@@ -131,7 +131,7 @@ def raw_rows_at(store: Store, sequence: int) -> int:
         db = sqlite3.connect(store.config.sqlite.path)
         try:
             for table, column in _ROWS_AT:
-                query = f"SELECT COUNT(*) FROM {table} WHERE {column} = ?"  # noqa: S608
+                query = f"SELECT COUNT(*) FROM {table} WHERE {column} = ?"
                 total += db.execute(query, (sequence,)).fetchone()[0]
         finally:
             db.close()

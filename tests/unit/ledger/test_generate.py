@@ -15,9 +15,9 @@ from chainloom.ledger.etl import SourceLedger
 from chainloom.ledger.generate import WorkloadGenerator, issued, quality, vectors_ledger, xrp
 from chainloom.ledger.nft import nfts_from_transaction
 from chainloom.ledger.types import LedgerHeader
+from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl import hashing
 from chainloom.ledger.xrpl.address import encode_account
-from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl.parse import NodeKind, native_drops, parse_metadata, parse_transaction
 
 LEDGERS = 12

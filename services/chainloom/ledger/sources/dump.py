@@ -112,7 +112,6 @@ class DumpFile:
             raise LedgerInputError(f"ledger dump {path} does not exist")
         self._offsets: dict[int, int] = {}
         self._order: list[int] = []
-        offset = 0
         with path.open("rb") as handle:
             self._index(handle)
         if not self._order:
