@@ -173,6 +173,7 @@ class EventWriter:
         self._sleep = sleep
         self._pool = ThreadPoolExecutor(max_workers=self.config.conditional_workers)
         self._assets: dict[tuple[int, str], AssetInfo] = {}
+        self._checksummed_sets: dict[int, tuple[str, ...]] = {}
 
     # --- intake ----------------------------------------------------------------------------
 
@@ -205,10 +206,7 @@ class EventWriter:
             quorum_met = False
         else:
             verification = verify_vaa(vaa, self.guardian_sets, cache=self.signature_cache)
-            try:
-                expected = self.guardian_sets.get(vaa.guardian_set_index).checksummed
-            except WormholeError as error:
-                raise UnverifiedVAAError(vaa.message_id, str(error)) from None
+            expected = self._checksummed(vaa)
             matched = len(verification.signers) == len(vaa.signatures) and all(
                 signer == expected[sig.guardian_index]
                 for signer, sig in zip(verification.signers, vaa.signatures, strict=True)
@@ -231,6 +229,19 @@ class EventWriter:
             initiating_tx_id=keys.normalize_tx_id(initiating_tx_id) if initiating_tx_id else None,
             sender=sender,
         )
+
+    def _checksummed(self, vaa: VAA) -> tuple[str, ...]:
+        """The EIP-55 addresses of the VAA's guardian set (cached: computing them costs 19
+        keccak hashes)."""
+        index = vaa.guardian_set_index
+        cached = self._checksummed_sets.get(index)
+        if cached is None:
+            try:
+                cached = self.guardian_sets.get(index).checksummed
+            except WormholeError as error:
+                raise UnverifiedVAAError(vaa.message_id, str(error)) from None
+            self._checksummed_sets[index] = cached
+        return cached
 
     def submit(
         self,
