@@ -284,6 +284,7 @@ class Listener:
                 "disconnects": counters.disconnects,
                 "messages": counters.messages,
                 "drops": counters.drops,
+                "consumer_errors": counters.consumer_errors,
                 "last_error": counters.last_error,
             }
         return stats
@@ -300,17 +301,22 @@ class Listener:
             await self._runner.setup()
             site = web.TCPSite(self._runner, self.rest.host, self.rest.port)
             await site.start()
-            server = site._server
-            sockets = getattr(server, "sockets", None) or []
-            self.port = sockets[0].getsockname()[1] if sockets else self.rest.port
+            addresses = self._runner.addresses
+            self.port = int(addresses[0][1]) if addresses else self.rest.port
             log.info("listener: REST on %s:%d", self.rest.host, self.port)
         if self.spy is not None:
             self._spy_task = asyncio.create_task(self._consume_spy(self.spy))
 
     async def _consume_spy(self, spy: SpyClient) -> None:
         async def consume(vaa: bytes) -> None:
-            result = await self.submit(vaa, source="spy")
-            if result.status in (Status.REJECTED, Status.MALFORMED, Status.UNAVAILABLE):
+            # A REST caller is told 503 and retries; a spy VAA has nobody to retry it, so it
+            # waits here for Redis (while the client's bounded buffer absorbs, then drops).
+            delay = 0.05
+            while (result := await self.submit(vaa, source="spy")).status is Status.UNAVAILABLE:
+                log.warning("spy VAA waits for Redis: %s", result.reason)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+            if result.status in (Status.REJECTED, Status.MALFORMED):
                 log.info("spy VAA %s: %s", result.message_id or "?", result.reason)
 
         await spy.run(consume, workers=self.spy_workers)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -300,3 +301,88 @@ def test_relayer_listen_refuses_a_bad_config(tmp_path: Path):
     )  # fmt: skip
     assert result.returncode == 2
     assert "'rest.port' must be an integer in 0..65535" in result.stderr
+
+
+class FlakyLink:
+    """A TCP forwarder to the real Redis that a test can cut and restore (an outage)."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
+
+    async def up(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def down(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
+        for writer in list(self._writers):
+            await writer.wait_closed()
+        self._writers.clear()
+        await self._server.wait_closed()
+        self._server = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
+        self._writers |= {writer, upstream_writer}
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                sink.close()
+
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+        self._handlers.discard(task)
+
+
+def test_spy_vaas_wait_out_a_redis_outage_instead_of_being_lost(redis_url, client):
+    parts = urllib.parse.urlsplit(redis_url)
+    db = int(parts.path.lstrip("/") or 0)
+    transfers = [signed_transfer(i).to_bytes() for i in range(8)]
+
+    async def scenario() -> None:
+        link = FlakyLink(parts.hostname or "127.0.0.1", parts.port or 6379)
+        await link.up()
+        flaky = redis.Redis(
+            host="127.0.0.1", port=link.port, db=db, socket_connect_timeout=0.5, socket_timeout=1
+        )
+        intake = Intake(Validator(dev_policy(), GUARDIANS.sets()), RelayTables(flaky))
+        hub = SpyHub()
+        server = SpyServer(hub, "127.0.0.1:0")
+        await server.start()
+        listener = Listener(intake, spy=SpyClient(server.target, backoff=FAST))
+        await listener.start()
+        try:
+            await hub.wait_for_subscribers(1, timeout=10)
+            await hub.publish(transfers[0])
+            await until(lambda: intake.counters.snapshot()["by_status"].get("queued") == 1)
+            await link.down()
+            for vaa in transfers[1:]:
+                await hub.publish(vaa)
+            await until(lambda: intake.counters.snapshot()["by_status"].get("unavailable", 0) > 3)
+            await link.up()
+            await until(lambda: intake.counters.snapshot()["by_status"].get("queued") == 8)
+        finally:
+            await listener.stop()
+            await server.stop()
+            flaky.close()
+            await link.down()
+
+    run(scenario)
+    tables = RelayTables(client)
+    assert tables.depths()[Table.INCOMING] == {TARGET_CHAIN: 8}
