@@ -74,7 +74,7 @@ def _fail(message: str) -> None:
     "--copies",
     default=1,
     show_default=True,
-    help="Publish each VAA this many times (as ~19 guardians broadcast it).",
+    help="Publish each VAA this many times (identical bytes; the real spy forwards ~19).",
 )
 @click.option(
     "--rate",
@@ -102,7 +102,7 @@ def _fail(message: str) -> None:
 @click.option("--bigtable-table", help="Event store table ($CHAINLOOM_BIGTABLE_TABLE).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final counters as JSON.")
 def serve(**options: Any) -> None:
-    """Serve SubscribeSignedVAA, streaming VAAs from files and/or stdin."""
+    """Serve SubscribeSignedVAA, streaming VAAs from files, stdin or the event store."""
     from chainloom.relayer.errors import SpyError
 
     settings = ServeOptions(**options)
