@@ -342,3 +342,33 @@ def test_a_failing_consumer_does_not_end_the_subscription():
         assert client.counters.consumer_errors == 3
 
     run(scenario)
+
+
+def test_spy_serve_streams_stdin():
+    import base64
+
+    vaas = token_vaas(4)
+    lines = "".join(f"{base64.b64encode(v).decode()}\n" for v in vaas)
+    chainloom = [sys.executable, "-m", "chainloom.cli"]
+    server = subprocess.Popen(
+        [*chainloom, "spy", "serve", "--listen", "127.0.0.1:0", "--stdin",
+         "--wait-for-subscribers", "1", "--exit-when-done", "--json"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    subscriber = None
+    try:
+        assert server.stderr is not None
+        address = server.stderr.readline().split()[-1]
+        subscriber = subprocess.Popen(
+            [*chainloom, "spy", "subscribe", "--address", address, "--count", "4"],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        out, _ = server.communicate(lines, timeout=60)
+        received, _ = subscriber.communicate(timeout=60)
+        assert received.split() == [v.hex() for v in vaas]
+        assert json.loads(out)["published"] == 4
+    finally:
+        for process in (server, subscriber):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.communicate()
