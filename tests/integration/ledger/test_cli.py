@@ -1,0 +1,233 @@
+"""``chainloom ledger`` end to end: generate a dump, load it, read it back; and the crash test:
+SIGKILL the loader mid-ledger against real Cassandra, check what readers see, restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from chainloom.cli.ledger import ledger
+from chainloom.ledger.backend import BackendInterface, make_backend
+from chainloom.ledger.sources.dump import DumpFile, state_at
+from chainloom.ledger.xrpl.address import encode_account
+from chainloom.ledger.xrpl.parse import parse_metadata
+
+FIRST = 38129
+
+
+def run(*args: str) -> Any:
+    result = CliRunner().invoke(ledger, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def dump(vectors_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "ledgers.jsonl"
+    out = run(
+        "generate",
+        "--from-state", "38129",
+        "--ledgers", "6",
+        "--txs-per-ledger", "30",
+        "--seed", "4",
+        "--vectors", str(vectors_dir),
+        "--out", str(path),
+        "--json",
+    )  # fmt: skip
+    assert out["first"] == FIRST
+    assert out["last"] == FIRST + 6
+    assert out["transactions"] == 180
+    return path
+
+
+def test_load_then_read_every_command(dump: Path, tmp_path: Path) -> None:
+    db = ["--sqlite-path", str(tmp_path / "c.db"), "--json"]
+    loaded = run("load", str(dump), "--quiet", *db)
+    assert loaded["last_committed"] == FIRST + 6
+    assert loaded["ledgers"] == 7
+    assert run("range", *db) == {"min": FIRST, "max": FIRST + 6}
+    header = run("header", str(FIRST), *db)
+    assert header["hash"] == "E6DB7365949BF9814D76BCC730B01818EB9136A89DB224F3F9F5AAE4569D758E"
+    assert header["account_hash"].startswith("2C23D15B")
+    # A ledger page walk with a cursor returns the 261 objects of 38129 in key order.
+    keys: list[str] = []
+    cursor: list[str] = []
+    while True:
+        page = run("objects", "--at", str(FIRST), "--limit", "100", *cursor, *db)
+        keys += [o["key"] for o in page["objects"]]
+        if page["cursor"] is None:
+            break
+        cursor = ["--cursor", page["cursor"]]
+    assert len(keys) == 261
+    assert keys == sorted(keys)
+    # account-tx pages with markers cover the account's history exactly once, newest first.
+    source = DumpFile(dump)
+    rows: dict[str, list[tuple[int, int]]] = {}
+    for sequence, record in source:
+        for _, metadata in record.transactions:
+            meta = parse_metadata(metadata)
+            for affected in meta.affected_accounts:
+                rows.setdefault(encode_account(affected), []).append(
+                    (sequence, meta.transaction_index)
+                )
+    account = max(rows, key=lambda a: len(rows[a]))
+    seen: list[tuple[int, int]] = []
+    marker: list[str] = []
+    while True:
+        page = run("account-tx", account, "--limit", "3", *marker, *db)
+        seen += [(t["ledger_index"], t["transaction_index"]) for t in page["transactions"]]
+        if page["marker"] is None:
+            break
+        marker = ["--marker", page["marker"]]
+    assert seen == sorted(rows[account], reverse=True)
+    forward = run("account-tx", account, "--forward", "--limit", "1000", *db)
+    assert [(t["ledger_index"], t["transaction_index"]) for t in forward["transactions"]] == sorted(
+        rows[account]
+    )
+    # nft: a token minted in the dump is found, with its owner.
+    state = state_at(source, FIRST + 6)
+    page_key, page_blob = next((k, b) for k, b in state.items() if b[:3] == b"\x11\x00\x50")
+    from chainloom.ledger.nft import nfts_from_object
+
+    token = nfts_from_object(page_key, page_blob, FIRST + 6)[0]
+    nft = run("nft", token.token_id.hex(), *db)
+    assert nft["owner"] == encode_account(page_key[:20])
+    assert nft["is_burned"] is False
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["header", "99"], "ledger 99 is not in the stored range"),
+        (["objects", "--at", str(FIRST), "--cursor", "zz"], "cursor 'zz' is not hex"),
+        (["account-tx", "rNotAnAddress"], "not a valid XRPL classic address"),
+        (["account-tx", "r3kmLJN5D28dHuH8vZNUZpMC43pEHpaocV", "--marker", "x"], "LEDGER:INDEX"),
+        (["nft", "00" * 31], "token ID"),
+    ],
+)
+def test_bad_input_exits_2_naming_it(
+    dump: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    db = ["--sqlite-path", str(tmp_path / "e.db")]
+    run("load", str(dump), "--quiet", "--json", *db)
+    result = CliRunner().invoke(ledger, [*args, *db])
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_missing_dump_and_a_missing_database_are_named(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        ledger, ["load", str(tmp_path / "none.jsonl"), "--sqlite-path", str(tmp_path / "x.db")]
+    )
+    assert result.exit_code == 2
+    assert "none.jsonl does not exist" in result.stderr
+    result = CliRunner().invoke(ledger, ["range", "--sqlite-path", str(tmp_path / "nope.db")])
+    assert result.exit_code == 2
+    assert "nope.db does not exist" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Crash test
+
+
+def _walk(backend: BackendInterface, sequence: int) -> dict[bytes, bytes]:
+    found: dict[bytes, bytes] = {}
+    cursor = None
+    while True:
+        page = backend.fetch_ledger_page(cursor, sequence, 2048)
+        found.update((o.key, o.blob) for o in page.objects)
+        if page.cursor is None:
+            return found
+        cursor = page.cursor
+
+
+@pytest.mark.slow
+def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
+    vectors_dir: Path,
+    tmp_path: Path,
+    cassandra_address: tuple[str, int],
+    cassandra_keyspace: str,
+) -> None:
+    path = tmp_path / "crash.jsonl"
+    ledgers = 40
+    run(
+        "generate", "--ledgers", str(ledgers), "--txs-per-ledger", "80", "--seed", "21",
+        "--vectors", str(vectors_dir), "--out", str(path), "--json",
+    )  # fmt: skip
+    host, port = cassandra_address
+    command = [
+        sys.executable, "-m", "chainloom.cli", "ledger", "load", str(path), "--quiet",
+        "--backend", "cassandra", "--cassandra-hosts", f"{host}:{port}",
+        "--keyspace", cassandra_keyspace,
+    ]  # fmt: skip
+    config = {
+        "type": "cassandra",
+        "cassandra": {"hosts": [host], "port": port, "keyspace": cassandra_keyspace},
+        "read_only": True,
+    }
+    dump = DumpFile(path)
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    killed_at: list[int] = []
+    reader: BackendInterface | None = None
+    try:
+        for _ in range(2):
+            process = subprocess.Popen(command, env=dict(os.environ), stderr=subprocess.PIPE)
+            # Wait until it commits at least one more ledger, then kill it at a random moment.
+            target = (killed_at[-1] if killed_at else FIRST) + 2
+            deadline = time.monotonic() + 120
+            while True:
+                assert process.poll() is None, process.stderr.read() if process.stderr else ""
+                assert time.monotonic() < deadline, "the loader made no progress"
+                if reader is None:
+                    try:
+                        reader = make_backend(config)
+                    except Exception:
+                        time.sleep(0.2)
+                        continue
+                found = reader.hard_fetch_ledger_range()
+                if found is not None and found.max_sequence >= target:
+                    break
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 0.25))
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            if process.stderr:
+                process.stderr.close()
+            assert reader is not None
+            found = reader.hard_fetch_ledger_range()
+            assert found is not None
+            committed = found.max_sequence
+            assert committed < FIRST + ledgers, f"the loader finished before the kill (seed {seed})"
+            killed_at.append(committed)
+            # Readers see exactly the committed ledgers: the state at the max is complete and
+            # the ledger being written is not visible at all.
+            assert _walk(reader, committed) == state_at(dump, committed), f"seed {seed}"
+            assert not reader.is_visible(committed + 1)
+            assert reader.fetch_ledger_by_sequence(committed + 1) is None
+        finished = subprocess.run(command, capture_output=True, timeout=300, check=False)
+        assert finished.returncode == 0, finished.stderr.decode()
+        assert reader is not None
+        found = reader.hard_fetch_ledger_range()
+        assert found is not None
+        assert (found.min_sequence, found.max_sequence) == (FIRST, FIRST + ledgers)
+        for sequence in (*[k + 1 for k in killed_at], FIRST + ledgers):
+            assert _walk(reader, sequence) == state_at(dump, sequence), f"seed {seed}"
+            record = dump.read(sequence)
+            assert record is not None
+            diff = {o.key: o.blob for o in reader.fetch_ledger_diff(sequence)}
+            assert diff == {o.key: o.blob for o in record.objects}
+    finally:
+        if reader is not None:
+            reader.close()
