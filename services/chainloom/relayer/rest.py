@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from chainloom.relayer.listener import Listener
 
 ROUTES = ["POST /v1/relay", "GET /relayvaa/<vaaInBase64>", "GET /healthz", "GET /readyz",
-          "GET /v1/stats"]  # fmt: skip
+          "GET /v1/stats", "GET /metrics"]  # fmt: skip
 
 
 def _answer(result: IntakeResult) -> web.Response:
@@ -92,6 +92,11 @@ def build_app(listener: Listener, config: RestConfig) -> web.Application:
     async def stats(_: web.Request) -> web.Response:
         return web.json_response(listener.stats())
 
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(
+            text=prometheus_text(listener.stats()), content_type="text/plain", charset="utf-8"
+        )
+
     async def index(_: web.Request) -> web.Response:
         return web.json_response(ROUTES)
 
@@ -100,5 +105,52 @@ def build_app(listener: Listener, config: RestConfig) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/v1/stats", stats)
+    app.router.add_get("/metrics", metrics)
     app.router.add_get("/", index)
     return app
+
+
+def prometheus_text(stats: dict[str, Any]) -> str:
+    """The listener's counters in the Prometheus text exposition format (version 0.0.4)."""
+    lines: list[str] = []
+
+    def family(name: str, kind: str, help_text: str, samples: list[tuple[str, int]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        lines.extend(f"{name}{labels} {value}" for labels, value in samples)
+
+    intake = stats["intake"]
+    family(
+        "chainloom_listener_outcomes_total", "counter", "VAAs decided, by outcome.",
+        [(f'{{status="{s}"}}', n) for s, n in sorted(intake["by_status"].items())],
+    )  # fmt: skip
+    family(
+        "chainloom_listener_source_total", "counter", "VAAs decided, by source (spy, rest).",
+        [(f'{{source="{s}"}}', n) for s, n in sorted(intake["by_source"].items())],
+    )  # fmt: skip
+    family(
+        "chainloom_listener_redeem_check_skipped_total", "counter",
+        "Queued VAAs whose target chain had no adapter to ask.",
+        [("", intake["redeem_check_skipped"])],
+    )  # fmt: skip
+    family(
+        "chainloom_listener_rule_total", "counter", "Validation rule outcomes.",
+        [
+            (f'{{rule="{rule}",result="{result}"}}', count)
+            for rule, counts in stats["rules"].items()
+            for result, count in sorted(counts.items())
+        ],
+    )  # fmt: skip
+    spy = stats.get("spy")
+    if spy is not None:
+        family("chainloom_spy_connected", "gauge", "1 while a spy stream is established.",
+               [("", int(spy["connected"]))])  # fmt: skip
+        for key, help_text in (
+            ("connections", "Spy streams established."),
+            ("disconnects", "Spy streams lost and retried."),
+            ("messages", "VAAs received from the spy."),
+            ("drops", "Spy VAAs dropped because the intake buffer was full."),
+            ("consumer_errors", "Spy VAAs on which the intake failed unexpectedly."),
+        ):
+            family(f"chainloom_spy_{key}_total", "counter", help_text, [("", spy[key])])
+    return "\n".join(lines) + "\n"

@@ -187,6 +187,18 @@ def test_health_readiness_and_stats(intake):
                 stats = await response.json()
             assert stats["intake"]["by_status"] == {"queued": 1, "known": 1, "rejected": 1}
             assert stats["rules"]["target_chain"] == {"passed": 2, "rejected": 1}
+            async with session.get(f"{base}/metrics") as response:
+                assert response.status == 200
+                assert response.content_type == "text/plain"
+                exposition = (await response.text()).splitlines()
+            assert 'chainloom_listener_outcomes_total{status="queued"} 1' in exposition
+            assert 'chainloom_listener_outcomes_total{status="known"} 1' in exposition
+            assert 'chainloom_listener_source_total{source="rest"} 3' in exposition
+            assert (
+                'chainloom_listener_rule_total{rule="target_chain",result="rejected"} 1'
+                in exposition
+            )
+            assert "# TYPE chainloom_listener_rule_total counter" in exposition
 
     run(scenario)
 
