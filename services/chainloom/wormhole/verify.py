@@ -14,6 +14,7 @@ recovered is cached, so a cache can never make a bad signature pass.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from coincurve import PublicKey
@@ -70,10 +71,11 @@ class SignatureCache:
 
     Eviction is first-in first-out once ``max_entries`` is reached: repeats of one VAA arrive
     within seconds of each other, so the oldest entries are the ones no longer needed.
-    Safe to share between threads (each operation is a single dict operation under the GIL).
+    Safe to share between threads: lookups are single dict reads, and inserts, evictions and
+    counters run under a lock.
     """
 
-    __slots__ = ("_entries", "hits", "max_entries", "misses")
+    __slots__ = ("_entries", "_lock", "hits", "max_entries", "misses")
 
     def __init__(self, max_entries: int = 100_000) -> None:
         if max_entries < 1:
@@ -81,6 +83,7 @@ class SignatureCache:
         self.max_entries = max_entries
         """Most entries kept."""
         self._entries: dict[bytes, bytes | None] = {}
+        self._lock = threading.Lock()
         self.hits = 0
         """Lookups answered from the cache."""
         self.misses = 0
@@ -104,21 +107,25 @@ class SignatureCache:
             address = get(key, _MISSING)
             if address is _MISSING:
                 address = recover_signer(digest, entry[1:])
-                if len(table) >= self.max_entries:
-                    del table[next(iter(table))]
-                table[key] = address
-                self.misses += 1
+                with self._lock:  # misses only: a recovery costs far more than the lock
+                    while len(table) >= self.max_entries:
+                        del table[next(iter(table))]
+                    table[key] = address
+                    self.misses += 1
             else:
                 hits += 1
             recovered.append(address)  # type: ignore[arg-type]
-        self.hits += hits
+        if hits:
+            with self._lock:
+                self.hits += hits
         return recovered
 
     def clear(self) -> None:
         """Forget everything (counters too)."""
-        self._entries.clear()
-        self.hits = 0
-        self.misses = 0
+        with self._lock:
+            self._entries.clear()
+            self.hits = 0
+            self.misses = 0
 
 
 @dataclass(frozen=True, slots=True)

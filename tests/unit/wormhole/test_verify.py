@@ -248,3 +248,18 @@ def test_kit_size_limits():
         DevGuardians(count=0)
     with pytest.raises(DevGuardianError):
         DevGuardians.from_private_keys([])
+
+
+def test_cache_shared_between_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    cache = SignatureCache(max_entries=8)
+    vaas = [_signed(signers=range(7), sequence=n) for n in range(6)]
+
+    def check(vaa: VAA) -> bool:
+        return all(verify_vaa(vaa, SETS, cache=cache).valid for _ in range(3))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert all(pool.map(check, vaas * 3))
+    assert len(cache) <= 8
+    assert cache.hits + cache.misses == 6 * 3 * 3 * 7
