@@ -7,9 +7,11 @@ client at the emulator. Inputs of ``put`` take the same forms as ``vaa decode``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, NoReturn
 
 import click
@@ -40,6 +42,17 @@ def _settings(ctx: click.Context) -> StoreSettings:
 def _fail(message: str) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
+
+
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """Store errors (missing table, outage after retries) as one line and exit status 2."""
+    from chainloom.eventstore.errors import EventStoreError
+
+    try:
+        yield
+    except EventStoreError as error:
+        _fail(str(error))
 
 
 def _chain(text: str) -> int:
@@ -246,7 +259,7 @@ def get(ctx: click.Context, families: str | None, as_json: bool, message_id: str
     unknown = sorted(set(chosen or []) - set(EVENT_FAMILY_NAMES))
     if unknown:
         _fail(f"--families: unknown families {', '.join(unknown)}")
-    with BigtableTables(_settings(ctx)) as tables:
+    with _store_errors(), BigtableTables(_settings(ctx)) as tables:
         message = EventReader(tables).get(key, chosen)
     if message is None:
         click.echo(f"{key.message_id}: not stored", err=True)
@@ -305,7 +318,7 @@ def recent(ctx: click.Context, chain: str, limit: int, as_json: bool) -> None:
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.queries import EventReader
 
-    with BigtableTables(_settings(ctx)) as tables:
+    with _store_errors(), BigtableTables(_settings(ctx)) as tables:
         messages = EventReader(tables).recent(_chain(chain), limit=limit)
     _print_messages(messages, as_json)
 
@@ -319,7 +332,7 @@ def by_tx(ctx: click.Context, as_json: bool, tx_id: str) -> None:
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.queries import EventReader
 
-    with BigtableTables(_settings(ctx)) as tables:
+    with _store_errors(), BigtableTables(_settings(ctx)) as tables:
         messages = EventReader(tables).by_tx(tx_id)
     if not messages:
         click.echo(f"no messages indexed for transaction {tx_id}", err=True)
@@ -340,7 +353,7 @@ def counts(
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.queries import EventReader
 
-    with BigtableTables(_settings(ctx)) as tables:
+    with _store_errors(), BigtableTables(_settings(ctx)) as tables:
         result = EventReader(tables).count_per_day(
             first.date(), last.date(), chain=_chain(chain) if chain else None
         )

@@ -11,6 +11,7 @@ The emulator is used when ``BIGTABLE_EMULATOR_HOST`` is set (the client reads it
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -238,8 +239,24 @@ def drop_tables(settings: StoreSettings) -> None:
 # Data plane
 
 
+@contextlib.contextmanager
+def _missing_tables_named(settings: StoreSettings) -> Iterator[None]:
+    """Turn the client's NotFound into :class:`TableMissingError` (never retried)."""
+    from google.api_core.exceptions import NotFound
+
+    try:
+        yield
+    except NotFound as error:
+        text = str(error)
+        table = settings.index_table if settings.index_table in text else settings.table
+        raise TableMissingError(table) from None
+
+
 class BigtableTables:
-    """Reads and writes of the events and index tables through the data client."""
+    """Reads and writes of the events and index tables through the data client.
+
+    Every call raises :class:`TableMissingError` when a table does not exist.
+    """
 
     def __init__(self, settings: StoreSettings) -> None:
         from google.cloud.bigtable.data import BigtableDataClient
@@ -284,7 +301,8 @@ class BigtableTables:
             row_filter = rf.RowFilterChain(
                 [rf.FamilyNameRegexFilter(_alternation(families)), rf.CellsColumnLimitFilter(1)]
             )
-        rows = self.events.read_rows(ReadRowsQuery(row_keys=wanted, row_filter=row_filter))
+        with _missing_tables_named(self.settings):
+            rows = self.events.read_rows(ReadRowsQuery(row_keys=wanted, row_filter=row_filter))
         return {row.row_key.decode(): snapshot(row) for row in rows}
 
     def read_index_rows(self, row_keys: Iterable[str]) -> dict[str, dict[str, bytes]]:
@@ -295,9 +313,10 @@ class BigtableTables:
         if not wanted:
             return {}
         query = ReadRowsQuery(row_keys=wanted, row_filter=rf.CellsColumnLimitFilter(1))
+        with _missing_tables_named(self.settings):
+            rows = self.index.read_rows(query)
         return {
-            row.row_key.decode(): {c.qualifier.decode(): c.value for c in row.cells}
-            for row in self.index.read_rows(query)
+            row.row_key.decode(): {c.qualifier.decode(): c.value for c in row.cells} for row in rows
         }
 
     # --- writes ----------------------------------------------------------------------------
@@ -313,7 +332,8 @@ class BigtableTables:
 
         mutation_entries = [RowMutationEntry(key, _mutations(cells)) for key, cells in entries]
         try:
-            table.bulk_mutate_rows(mutation_entries)
+            with _missing_tables_named(self.settings):
+                table.bulk_mutate_rows(mutation_entries)
         except MutationsExceptionGroup as group:
             failed = sorted(
                 {e.index for e in group.exceptions if getattr(e, "index", None) is not None}
@@ -335,9 +355,10 @@ class BigtableTables:
                 rf.StripValueTransformerFilter(True),
             ]
         )
-        matched = self.events.check_and_mutate_row(
-            row_key, predicate, false_case_mutations=_mutations(cells)
-        )
+        with _missing_tables_named(self.settings):
+            matched = self.events.check_and_mutate_row(
+                row_key, predicate, false_case_mutations=_mutations(cells)
+            )
         return not matched
 
     # --- scans -----------------------------------------------------------------------------
@@ -380,7 +401,9 @@ class BigtableTables:
                 limit=remaining or 0,
                 row_filter=row_filter,
             )
-            for row in self.events.read_rows(query):
+            with _missing_tables_named(self.settings):
+                rows = self.events.read_rows(query)
+            for row in rows:
                 yield row.row_key.decode(), snapshot(row)
                 if remaining is not None:
                     remaining -= 1
@@ -398,9 +421,11 @@ class BigtableTables:
         query = ReadRowsQuery(
             row_ranges=[RowRange(start, end)], limit=limit or 0, row_filter=row_filter
         )
+        with _missing_tables_named(self.settings):
+            rows = self.index.read_rows(query)
         return [
             (row.row_key.decode(), {c.qualifier.decode(): c.value for c in row.cells})
-            for row in self.index.read_rows(query)
+            for row in rows
         ]
 
 

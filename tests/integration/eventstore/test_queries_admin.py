@@ -162,6 +162,12 @@ def test_cli_init_put_get_scan_by_tx(
     assert one["expected"]["message_id"] in ids
     missing = runner.invoke(events, [*base, "get", "2/00/1"])
     assert missing.exit_code == 1
+    absent = runner.invoke(events, ["--table", "no-such-table", "get", "2/00/1"])
+    assert absent.exit_code == 2
+    assert "'no-such-table' does not exist" in absent.output
+    put_absent = runner.invoke(events, ["--table", "no-such-table", "put", mainnet[0]["hex"]])
+    assert put_absent.exit_code == 2
+    assert "does not exist; create it with `chainloom events init`" in put_absent.output
     bad = runner.invoke(events, [*base, "get", "not-an-id"])
     assert bad.exit_code == 2
     assert "is not a message id" in bad.output
