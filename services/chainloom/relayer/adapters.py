@@ -22,6 +22,7 @@ prove the relayer never even tried to submit twice.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -72,8 +73,12 @@ class ChainAdapter(Protocol):
         ...
 
 
+@functools.lru_cache(maxsize=4096)
 def vaa_identity(vaa: bytes) -> tuple[str, int]:
-    """(digest hex, sequence) of a signed VAA, via :mod:`chainloom.wormhole`."""
+    """(digest hex, sequence) of a signed VAA, via :mod:`chainloom.wormhole`.
+
+    Cached: a worker asks ``is_redeemed`` and then ``submit`` about the same VAA.
+    """
     from chainloom.wormhole import parse_vaa
 
     parsed = parse_vaa(vaa)

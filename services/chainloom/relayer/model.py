@@ -6,7 +6,8 @@ can pin them down without Redis or a chain. The Redis adapter (:mod:`chainloom.r
 only stores what these functions return, and the worker (:mod:`chainloom.relayer.worker`) only
 wires the two together.
 
-A request is stored in Redis as the JSON of :meth:`RelayRequest.to_json`. It never holds a
+A request is stored in Redis as the small JSON of :meth:`RelayRequest.state_json` plus its
+VAA bytes next to it (:meth:`RelayRequest.to_json` is the complete form). It never holds a
 secret: the wallet is named by its public address only (``submitted_by``).
 """
 
@@ -118,45 +119,53 @@ class RelayRequest:
         """The Incoming score: when it may be claimed (enqueue time for a fresh request)."""
         return self.next_attempt_at if self.next_attempt_at > 0 else self.enqueued_at
 
+    def _state(self) -> dict[str, Any]:
+        return {
+            "v": REQUEST_FORMAT_VERSION,
+            "digest": self.digest,
+            "target_chain": self.target_chain,
+            "emitter_chain": self.emitter_chain,
+            "sequence": self.sequence,
+            "retries": self.retries,
+            "next_attempt_at": self.next_attempt_at,
+            "last_error": self.last_error,
+            "enqueued_at": self.enqueued_at,
+            "submission_id": self.submission_id,
+            "submitted_by": self.submitted_by,
+            "rollbacks": self.rollbacks,
+        }
+
     def to_json(self) -> str:
-        """The stored form (compact JSON, VAA in base64). Holds no secret."""
-        return json.dumps(
-            {
-                "v": REQUEST_FORMAT_VERSION,
-                "digest": self.digest,
-                "vaa": base64.b64encode(self.vaa).decode("ascii"),
-                "target_chain": self.target_chain,
-                "emitter_chain": self.emitter_chain,
-                "sequence": self.sequence,
-                "retries": self.retries,
-                "next_attempt_at": self.next_attempt_at,
-                "last_error": self.last_error,
-                "enqueued_at": self.enqueued_at,
-                "submission_id": self.submission_id,
-                "submitted_by": self.submitted_by,
-                "rollbacks": self.rollbacks,
-            },
-            separators=(",", ":"),
-        )
+        """The complete request as compact JSON (VAA in base64). Holds no secret."""
+        data = self._state()
+        data["vaa"] = base64.b64encode(self.vaa).decode("ascii")
+        return json.dumps(data, separators=(",", ":"))
+
+    def state_json(self) -> str:
+        """Everything but the VAA, as compact JSON: what the tables rewrite on every move.
+
+        The tables keep the (immutable, ~1 KB) VAA in a hash of its own, so moves carry only
+        this small record.
+        """
+        return json.dumps(self._state(), separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RelayRequest:
         """Parse :meth:`to_json` output; raises :class:`RequestFormatError` naming the field."""
-        try:
-            data = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise RequestFormatError(f"stored request is not JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise RequestFormatError("stored request is not a JSON object")
-        if data.get("v") != REQUEST_FORMAT_VERSION:
-            raise RequestFormatError(
-                f"stored request has format version {data.get('v')!r}, "
-                f"expected {REQUEST_FORMAT_VERSION}"
-            )
+        data = _object(text)
         try:
             vaa = base64.b64decode(_field(data, "vaa", str), validate=True)
         except (binascii.Error, ValueError) as exc:
             raise RequestFormatError(f"field 'vaa' is not base64: {exc}") from exc
+        return cls._from_state(data, vaa)
+
+    @classmethod
+    def from_state(cls, state: str | bytes, vaa: bytes) -> RelayRequest:
+        """Rebuild a request from :meth:`state_json` output and its VAA."""
+        return cls._from_state(_object(state), vaa)
+
+    @classmethod
+    def _from_state(cls, data: dict[str, Any], vaa: bytes) -> RelayRequest:
         return cls(
             digest=_field(data, "digest", str),
             vaa=vaa,
@@ -171,6 +180,21 @@ class RelayRequest:
             submitted_by=_optional(data, "submitted_by"),
             rollbacks=_field(data, "rollbacks", int),
         )
+
+
+def _object(text: str | bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestFormatError(f"stored request is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RequestFormatError("stored request is not a JSON object")
+    if data.get("v") != REQUEST_FORMAT_VERSION:
+        raise RequestFormatError(
+            f"stored request has format version {data.get('v')!r}, "
+            f"expected {REQUEST_FORMAT_VERSION}"
+        )
+    return data
 
 
 def _field(data: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:

@@ -12,7 +12,8 @@ never half. See ``docs/relayer.md`` for the key layout and the crash analysis.
 Keys (``P`` is ``{<prefix>}``; the braces keep every key in one cluster slot, and the prefix
 carries a format version so a future layout can live next to this one)::
 
-    P:req                   hash    digest -> RelayRequest JSON (every request not yet purged)
+    P:req                   hash    digest -> request state JSON (every request not yet purged)
+    P:vaa                   hash    digest -> the signed VAA (immutable; purged with the request)
     P:loc                   hash    digest -> 'I' | 'W:<worker>' | 'P' | 'F'
     P:incoming:<chain>      zset    digest -> time it may be claimed (enqueue time or backoff)
     P:inwork:<worker>       zset    digest -> time claimed
@@ -49,6 +50,8 @@ __all__ = ["DEFAULT_PREFIX", "EnqueueResult", "Move", "RelayTables", "Table"]
 
 DEFAULT_PREFIX = "chainloom:relay:v1"
 DEFAULT_COMPLETED_RETENTION = 100_000
+MAX_PER_CALL = 1000
+"""Most requests or moves in one script call, so that no call blocks Redis for long."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +118,21 @@ class RelayTables:
         self.prefix = prefix
         self.completed_retention = completed_retention
         self._p = "{" + prefix + "}"
+        self._keys: dict[tuple[object, ...], str] = {}
         self._scripts: dict[str, Script] = {
             name: client.register_script(_load(name))
-            for name in ("enqueue", "claim", "move", "complete", "due_pending", "reap", "lease")
+            for name in ("enqueue", "claim", "apply", "due_pending", "reap", "lease")
         }
 
     # keys ---------------------------------------------------------------------------------
     def key(self, *parts: object) -> str:
         """The full key of one structure, e.g. ``key("incoming", 2)``."""
-        return ":".join([self._p, *(str(p) for p in parts)])
+        known = self._keys.get(parts)
+        if known is None:
+            if len(self._keys) > 10_000:  # worker ids are unbounded over a long life
+                self._keys.clear()
+            known = self._keys[parts] = ":".join([self._p, *(str(p) for p in parts)])
+        return known
 
     def _zset(self, table: Table, chain: int, worker_id: str | None = None) -> str:
         if table is Table.INCOMING:
@@ -151,20 +160,6 @@ class RelayTables:
         raise TableError(f"{table.value} has no location code")
 
     # enqueue / locate / read ----------------------------------------------------------------
-    def _enqueue_call(self, request: RelayRequest, client: Any) -> Any:
-        chain = request.target_chain
-        return self._scripts["enqueue"](
-            keys=[
-                self.key("req"),
-                self.key("loc"),
-                self.key("completed", chain),
-                self.key("incoming", chain),
-                self.key("chains"),
-            ],
-            args=[request.digest, request.to_json(), repr(request.ready_at), chain],
-            client=client,
-        )
-
     @staticmethod
     def _enqueue_result(raw: bytes | str) -> EnqueueResult:
         code = _text(raw)
@@ -178,14 +173,27 @@ class RelayTables:
         The check and the insert are one Lua step, so 19 copies of one VAA from 19 guardians,
         arriving at once through several listeners, make exactly one request.
         """
-        return self._enqueue_result(self._enqueue_call(request, self.client))
+        return self.enqueue_many([request])[0]
 
     def enqueue_many(self, requests: Sequence[RelayRequest]) -> list[EnqueueResult]:
-        """:meth:`enqueue` for many requests in one pipeline (each still its own atomic step)."""
-        pipe = self.client.pipeline(transaction=False)
-        for request in requests:
-            self._enqueue_call(request, pipe)
-        return [self._enqueue_result(raw) for raw in pipe.execute()]
+        """:meth:`enqueue` for many requests in one script call (each decided on its own)."""
+        results: list[EnqueueResult] = []
+        for first in range(0, len(requests), MAX_PER_CALL):
+            keys = [self.key("req"), self.key("loc"), self.key("chains"), self.key("vaa")]
+            args: list[Any] = []
+            for request in requests[first : first + MAX_PER_CALL]:
+                chain = request.target_chain
+                keys += [self.key("completed", chain), self.key("incoming", chain)]
+                args += [
+                    request.digest,
+                    request.state_json(),
+                    repr(request.ready_at),
+                    chain,
+                    request.vaa,
+                ]
+            raw = self._scripts["enqueue"](keys=keys, args=args)
+            results += [self._enqueue_result(code) for code in raw]
+        return results
 
     def locate(self, digest: str) -> Table | None:
         """Where the request with ``digest`` is, COMPLETED if only in the log, None if unknown."""
@@ -206,8 +214,28 @@ class RelayTables:
 
     def get(self, digest: str) -> RelayRequest | None:
         """The stored request (None once purged or unknown)."""
-        raw = sync(self.client.hget(self.key("req"), validate_digest(digest)))
-        return RelayRequest.from_json(raw) if raw is not None else None
+        validate_digest(digest)
+        return self._read([digest])[0]
+
+    def _read(self, digests: Sequence[bytes | str]) -> list[RelayRequest | None]:
+        if not digests:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hmget(self.key("req"), list(digests))
+        pipe.hmget(self.key("vaa"), list(digests))
+        states, vaas = pipe.execute()
+        return [
+            RelayRequest.from_state(state, vaa) if state is not None and vaa is not None else None
+            for state, vaa in zip(states, vaas, strict=True)
+        ]
+
+    @staticmethod
+    def _pairs(raw: Sequence[bytes]) -> list[RelayRequest]:
+        return [
+            RelayRequest.from_state(raw[i], raw[i + 1])
+            for i in range(0, len(raw), 2)
+            if raw[i] is not None and raw[i + 1] is not None
+        ]
 
     def chains(self) -> list[int]:
         """Target chains that ever had a request, ascending."""
@@ -287,6 +315,7 @@ class RelayTables:
                     self.key("inwork", worker_id),
                     self.key("loc"),
                     self.key("req"),
+                    self.key("vaa"),
                 ],
                 args=[token, repr(moment), limit, f"W:{worker_id}", max(1, int(lease_ttl * 1000))],
             )
@@ -296,15 +325,14 @@ class RelayTables:
                     f"worker {worker_id} lost its lease; it must stop and let the reaper act"
                 ) from None
             raise
-        return [RelayRequest.from_json(item) for item in raw]
+        return self._pairs(raw)
 
     def in_work(self, worker_id: str) -> list[RelayRequest]:
         """The requests in the In-Work table of ``worker_id`` (oldest claim first)."""
         digests = sync(self.client.zrange(self.key("inwork", worker_id), 0, -1))
         if not digests:
             return []
-        raw = sync(self.client.hmget(self.key("req"), digests))
-        return [RelayRequest.from_json(item) for item in raw if item is not None]
+        return [r for r in self._read(digests) if r is not None]
 
     def due_pending(
         self, chain: int, *, limit: int, recheck_in: float, now: float | None = None
@@ -313,12 +341,12 @@ class RelayTables:
         is pushed ``recheck_in`` seconds ahead, so workers do not check them in parallel)."""
         moment = time.time() if now is None else now
         raw = self._scripts["due_pending"](
-            keys=[self.key("pending", chain), self.key("req")],
+            keys=[self.key("pending", chain), self.key("req"), self.key("vaa")],
             args=[repr(moment), limit, repr(moment + recheck_in)],
         )
-        return [RelayRequest.from_json(item) for item in raw if item is not None]
+        return self._pairs(raw)
 
-    def _move_call(self, move: Move, client: Any, now: float) -> Any:
+    def _move_parts(self, move: Move, now: float) -> tuple[list[str], list[Any]]:
         request = move.request
         chain = request.target_chain
         source_key = self._zset(move.source, chain, move.worker_id)
@@ -339,56 +367,43 @@ class RelayTables:
                 },
                 separators=(",", ":"),
             )
-            return self._scripts["complete"](
-                keys=[
-                    self.key("loc"),
-                    self.key("req"),
-                    source_key,
-                    self.key("completed", chain),
-                    self.key("completed", chain, "log"),
-                ],
-                args=[request.digest, expected, repr(now), entry, self.completed_retention],
-                client=client,
-            )
+            keys = [source_key, self.key("completed", chain), self.key("completed", chain, "log")]
+            return keys, ["C", request.digest, expected, "", "0", entry]
         if move.destination is Table.IN_WORK:
             raise TableError("requests enter In-Work only by claim()")
-        return self._scripts["move"](
-            keys=[
-                self.key("loc"),
-                self.key("req"),
-                source_key,
-                self._zset(move.destination, chain),
-            ],
-            args=[
-                request.digest,
-                expected,
-                self._code(move.destination),
-                repr(move.score),
-                request.to_json(),
-            ],
-            client=client,
-        )
+        destination = self._zset(move.destination, chain)
+        args = [
+            "M",
+            request.digest,
+            expected,
+            self._code(move.destination),
+            repr(move.score),
+            request.state_json(),
+        ]
+        return [source_key, destination, destination], args
 
     def apply(self, moves: Iterable[Move], *, now: float | None = None) -> list[bool]:
-        """Apply moves in one pipeline; each is its own atomic, conditional step.
+        """Apply moves; each is its own conditional step (one script call per 1,000 moves).
 
         Returns, per move, whether it happened (False: the request was not at ``source``, e.g.
         a reaper returned it to Incoming after this worker's lease expired).
         """
         moment = time.time() if now is None else now
-        pipe = self.client.pipeline(transaction=False)
-        count = 0
-        for move in moves:
-            self._move_call(move, pipe, moment)
-            count += 1
-        if count == 0:
-            return []
-        return [bool(int(r)) for r in pipe.execute()]
+        pending = list(moves)
+        applied: list[bool] = []
+        for first in range(0, len(pending), MAX_PER_CALL):
+            keys = [self.key("loc"), self.key("req"), self.key("vaa")]
+            args: list[Any] = [repr(moment), self.completed_retention]
+            for move in pending[first : first + MAX_PER_CALL]:
+                move_keys, move_args = self._move_parts(move, moment)
+                keys += move_keys
+                args += move_args
+            applied += [bool(int(r)) for r in self._scripts["apply"](keys=keys, args=args)]
+        return applied
 
     def move(self, move: Move, *, now: float | None = None) -> bool:
         """Apply one move (see :meth:`apply`)."""
-        moment = time.time() if now is None else now
-        return bool(int(self._move_call(move, self.client, moment)))
+        return self.apply([move], now=now)[0]
 
     # crash recovery -----------------------------------------------------------------------
     def reap(self, worker_id: str, chain: int, *, now: float | None = None) -> int:
@@ -423,8 +438,7 @@ class RelayTables:
         for target in chains:
             digests = sync(self.client.zrange(self.key("failed", target), 0, limit - 1))
             if digests:
-                raw = sync(self.client.hmget(self.key("req"), digests))
-                out += [RelayRequest.from_json(item) for item in raw if item is not None]
+                out += [r for r in self._read(digests) if r is not None]
         return out[:limit]
 
     def retry_failed(self, digest: str, *, now: float | None = None) -> bool:

@@ -1,9 +1,10 @@
 -- A worker claims up to N due requests of its chain from Incoming into its own In-Work.
 -- KEYS[1] lease:<worker>  KEYS[2] incoming:<chain>  KEYS[3] inwork:<worker>
--- KEYS[4] loc hash        KEYS[5] req hash
+-- KEYS[4] loc hash        KEYS[5] req hash          KEYS[6] vaa hash
 -- ARGV[1] lease token  ARGV[2] now  ARGV[3] limit  ARGV[4] location code 'W:<worker>'
 -- ARGV[5] lease ttl in ms (renewed by the claim)
--- Returns the claimed requests' JSON; an error reply LEASE_LOST when the lease is not ours.
+-- Returns state JSON and VAA of each claimed request, flattened; an error reply LEASE_LOST
+-- when the lease is not ours.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('LEASE_LOST worker lease expired or held by another instance')
 end
@@ -15,5 +16,6 @@ for _, digest in ipairs(ids) do
   redis.call('ZADD', KEYS[3], ARGV[2], digest)
   redis.call('HSET', KEYS[4], digest, ARGV[4])
   out[#out + 1] = redis.call('HGET', KEYS[5], digest)
+  out[#out + 1] = redis.call('HGET', KEYS[6], digest)
 end
 return out
