@@ -22,6 +22,12 @@ from chainloom.wormhole import (
     parse_vaa_text,
     verify_vaa,
 )
+from chainloom.wormhole.errors import PayloadParseError
+from chainloom.wormhole.payloads import (
+    decode_governance_payload,
+    decode_nft_bridge_payload,
+    decode_token_bridge_payload,
+)
 
 _signatures = st.lists(st.integers(0, 255), unique=True, max_size=30).flatmap(
     lambda indices: st.tuples(
@@ -136,6 +142,13 @@ def _mutations(seeds: list[bytes], rng: random.Random, count: int):
                 yield bytes(base[:position]) + bytes(base[position + rng.randrange(1, 70) :])
 
 
+STRICT_DECODERS = (
+    decode_token_bridge_payload,
+    decode_nft_bridge_payload,
+    decode_governance_payload,
+)
+
+
 @pytest.mark.slow
 def test_fuzz_only_library_errors(vaa_vectors):
     rng = random.Random(20261122)
@@ -159,6 +172,9 @@ def test_fuzz_only_library_errors(vaa_vectors):
         if isinstance(payload, RawPayload) and payload.error:
             assert payload.error  # malformed known payloads say why
         assert vaa.to_bytes() == data
+        for strict in STRICT_DECODERS:  # the strict decoders raise only PayloadParseError
+            with contextlib.suppress(PayloadParseError):
+                strict(vaa.payload)
         if position % 50 == 0:  # recovery is slow; verify a sample
             result = verify_vaa(vaa, dev_sets if position % 100 else sets)
             assert result.valid == (result.reason is None)
