@@ -178,9 +178,9 @@ def test_no_transfer_is_lost_or_submitted_twice_while_workers_are_killed(
         return not fed.is_set() or any(sum(depths[t].values()) for t in live)
 
     try:
-        # Chaos: while there is work, SIGKILL a random worker every 0.3-1 s (25 times at most); restart it at
-        # once, after a pause, or (one time in three) with a new wallet so that its In-Work
-        # can only come back through another worker's reaper.
+        # Chaos: while there is work, SIGKILL a random worker every 0.3-1 s (MAX_KILLS times at
+        # most); restart it at once, after a pause, or (one time in three) with a new wallet so
+        # that its In-Work can only come back through another worker's reaper.
         while busy() and fleet.kills < MAX_KILLS and time.monotonic() - started < DEADLINE:
             time.sleep(rng.uniform(0.3, 1.0))
             fleet.check()
