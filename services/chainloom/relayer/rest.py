@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from chainloom.relayer.listener import IntakeResult, Status
+from chainloom.relayer.validation import decode_text
 from chainloom.wormhole.errors import WormholeError
-from chainloom.wormhole.vaa import decode_vaa_text
 
 if TYPE_CHECKING:
     from chainloom.relayer.config import RestConfig
@@ -27,15 +27,6 @@ if TYPE_CHECKING:
 
 ROUTES = ["POST /v1/relay", "GET /relayvaa/<vaaInBase64>", "GET /healthz", "GET /readyz",
           "GET /v1/stats", "GET /metrics"]  # fmt: skip
-
-
-def _decode(text: str) -> bytes:
-    """The VAA bytes of hex or base64 text; hex through C first (this runs on the event loop)."""
-    stripped = text.strip()
-    try:
-        return bytes.fromhex(stripped[2:] if stripped[:2] in ("0x", "0X") else stripped)
-    except ValueError:
-        return decode_vaa_text(text)  # base64, or the error that names the problem
 
 
 def _answer(result: IntakeResult) -> web.Response:
@@ -84,7 +75,7 @@ def build_app(listener: Listener, config: RestConfig) -> web.Application:
 
     async def _submit_text(text: str) -> web.Response:
         try:
-            data = _decode(text)
+            data = decode_text(text)
         except WormholeError as error:
             return _refuse(Status.MALFORMED, f"vaa is not hex or base64: {error}")
         return _answer(await listener.submit(data, source="rest"))

@@ -101,14 +101,14 @@ def read_vaa_lines(lines: Iterable[str], *, source: str = "input") -> Iterator[b
 
 def decode_vaa_line(line: str, *, source: str, number: int) -> bytes | None:
     """One line of a VAA file: the VAA, None for a blank or ``#`` line, SpyError otherwise."""
+    from chainloom.relayer.validation import decode_text
     from chainloom.wormhole.errors import WormholeError
-    from chainloom.wormhole.vaa import decode_vaa_text
 
     text = line.strip()
     if not text or text.startswith("#"):
         return None
     try:
-        return decode_vaa_text(text)
+        return decode_text(text)
     except WormholeError as error:
         raise SpyError(f"{source} line {number}: {error}") from None
 

@@ -254,3 +254,25 @@ def test_wildcard_assets_are_allowed_with_their_own_minimum():
     assert cheap.rule is Rule.FEE
     assert "below the minimum 1000" in cheap.reason
     assert isinstance(check.check(signed_transfer(4, token=other, fee=1000).to_bytes()), Accepted)
+
+
+def test_vaa_text_is_hex_or_base64():
+    import base64
+
+    from chainloom.relayer.validation import decode_text
+    from chainloom.wormhole.errors import VAAParseError
+
+    raw = signed_transfer(1).to_bytes()
+    for text in (
+        raw.hex(),
+        "0x" + raw.hex().upper(),
+        f"  {raw.hex()}\n",
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode().rstrip("="),
+    ):
+        assert decode_text(text) == raw
+    # The wording is the wormhole decoder's; it names the offending character.
+    with pytest.raises(VAAParseError, match="'g'"):
+        decode_text("0x0g")
+    with pytest.raises(VAAParseError, match=r"'!'|'n'"):
+        decode_text("not a vaa!")
