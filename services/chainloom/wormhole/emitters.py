@@ -28,9 +28,9 @@ __all__ = [
 ]
 
 GOVERNANCE_CHAIN = 1
-"""Governance VAAs are emitted on Solana's chain id..."""
+"""Chain id of the governance emitter (Solana), on mainnet and devnet alike."""
 GOVERNANCE_EMITTER = bytes(31) + b"\x04"
-"""...from the address 00..04, on mainnet and devnet alike."""
+"""Address of the governance emitter: 31 zero bytes and 0x04."""
 
 
 def _evm(address20_hex: str) -> bytes:
