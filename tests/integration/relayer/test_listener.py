@@ -386,3 +386,60 @@ def test_spy_vaas_wait_out_a_redis_outage_instead_of_being_lost(redis_url, clien
     run(scenario)
     tables = RelayTables(client)
     assert tables.depths()[Table.INCOMING] == {TARGET_CHAIN: 8}
+
+
+def test_relayer_listen_asks_the_simulated_chain_with_redeem_check(
+    tmp_path: Path, redis_url: str, client
+):
+    import urllib.error
+    import urllib.request
+
+    from chainloom.relayer.adapters import RedisLedgerAdapter, SimChainRules
+
+    scooped, fresh = signed_transfer(1), signed_transfer(2)
+    RedisLedgerAdapter.install(
+        client, TARGET_CHAIN, SimChainRules(pre_redeemed=(scooped.digest_hex,))
+    )
+    config = write_listener_config(tmp_path, redis_url, "127.0.0.1:1")
+    listener = subprocess.Popen(
+        [sys.executable, "-m", "chainloom.cli", "relayer", "listen", "--config", str(config),
+         "--no-spy", "--redeem-check", "redis-sim"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def post(vaa: VAA) -> tuple[int, dict[str, str]]:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/relay",
+            data=json.dumps({"vaa": vaa.to_bytes().hex()}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, json.load(answer)
+        except urllib.error.HTTPError as error:
+            with error:
+                return error.code, json.load(error)
+
+    try:
+        assert listener.stderr is not None
+        port = int(listener.stderr.readline().rsplit(":", 1)[1])
+        assert post(scooped) == (
+            422,
+            {
+                "status": "rejected",
+                "digest": scooped.digest_hex,
+                "message_id": scooped.message_id,
+                "reason": f"already redeemed on target chain {TARGET_CHAIN}",
+                "rule": "not_redeemed",
+            },
+        )
+        status, body = post(fresh)
+        assert (status, body["status"]) == (202, "queued")
+    finally:
+        listener.send_signal(signal.SIGTERM)
+        listener.wait(timeout=30)
+        if listener.stderr is not None:
+            listener.stderr.close()
+    tables = RelayTables(client)
+    assert tables.locate(scooped.digest_hex) is None
+    assert tables.locate(fresh.digest_hex) is Table.INCOMING
