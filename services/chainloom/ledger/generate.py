@@ -12,10 +12,11 @@ the vectors), the generator applies transactions itself, so every ledger it writ
 * a header with the right parent hash, total coins (fees burn), transaction tree root and
   state tree root (a SHAMap over the whole state), and its hash.
 
-The mix (weights in :data:`MIX`): XRP payments (some funding new accounts), offers created and
-cancelled, trust lines, NFT mint / sell offer / accept / cancel / burn, and account deletes.
-Each transaction keeps the rules the ETL and Clio rely on (directories hold their entries,
-owner counts follow, an NFT page holds its tokens); economic rules such as offer crossing or
+The mix (weights in :data:`MIX`): XRP payments (some funding new accounts), offers created,
+replaced (OfferCreate with OfferSequence) and cancelled, trust lines, NFT mint / sell offer /
+accept / cancel / burn, and account deletes. Each transaction keeps the rules the ETL and Clio
+rely on (directories hold their entries, owner counts follow, an NFT page holds its tokens, an
+issuer of live NFTs is never deleted); economic rules such as offer crossing or
 reserves beyond a fixed minimum are out of scope. Deterministic for a given seed.
 """
 
@@ -37,13 +38,14 @@ from chainloom.ledger.xrpl.binary import STObject
 from chainloom.ledger.xrpl.parse import native_drops
 
 MIX: dict[str, int] = {
-    "payment": 40,
-    "payment_new_account": 6,
-    "offer_create": 18,
+    "payment": 24,
+    "payment_new_account": 12,
+    "offer_create": 16,
+    "offer_replace": 14,
     "offer_cancel": 8,
     "trust_set": 8,
-    "nft_mint": 8,
-    "nft_sell_offer": 5,
+    "nft_mint": 7,
+    "nft_sell_offer": 4,
     "nft_accept": 3,
     "nft_cancel": 1,
     "nft_burn": 2,
@@ -319,7 +321,7 @@ class WorkloadGenerator:
     ) -> tuple[bytes, bytes, int, dict[bytes, STObject | None]]:
         kinds = list(MIX)
         kind = self._rng.choices(kinds, weights=[MIX[k] for k in kinds])[0]
-        for attempt in (kind, "payment"):
+        for attempt in (kind, *["payment"] * 32):
             view = _Transaction(self._state)
             built = getattr(self, f"_tx_{attempt}")(view, sequence)
             if built is not None:
@@ -529,7 +531,35 @@ class WorkloadGenerator:
         picked = self._pick_account(view, FEE)
         if picked is None:
             return None
-        account, root = picked
+        return self._place_offer(view, *picked)
+
+    def _tx_offer_replace(
+        self, view: _Transaction, sequence: int
+    ) -> tuple[STObject, int, STObject] | None:
+        """An OfferCreate with OfferSequence: cancel one's offer and place a new one (what
+        market makers send most)."""
+        if not self._offers:
+            return None
+        index = self._rng.randrange(len(self._offers))
+        offer_key, account, book_dir = self._offers[index]
+        root = view.require(keylets.account_root(account))
+        if _balance(root) < MIN_BALANCE + FEE:
+            return None
+        offer_sequence = _get_u32(view.require(offer_key), sf.SEQUENCE)
+        view.delete(offer_key)
+        self._dir_remove(view, book_dir, offer_key)
+        self._dir_remove(view, keylets.owner_directory(account), offer_key)
+        self._owner_count(root, -1)
+        built = self._place_offer(view, account, root)
+        if built is None:
+            return None
+        del self._offers[index]
+        built[0][sf.OFFER_SEQUENCE] = u32(offer_sequence)
+        return built
+
+    def _place_offer(
+        self, view: _Transaction, account: bytes, root: STObject
+    ) -> tuple[STObject, int, STObject] | None:
         currency, gateway = self._rng.choice(sorted(self._gateways.items()))
         drops = self._rng.randint(1, 50) * 1_000_000
         value = Decimal(self._rng.choice((1, 2, 5, 10, 20, 25, 50)))
@@ -840,6 +870,8 @@ class WorkloadGenerator:
         root = view.require(keylets.account_root(account))
         if _get_u32(root, sf.OWNER_COUNT) or _balance(root) < ACCOUNT_DELETE_FEE:
             return None
+        if _get_u32(root, sf.MINTED_NFTOKENS) != _get_u32(root, sf.BURNED_NFTOKENS):
+            return None  # an issuer of live NFTs cannot be deleted (tecHAS_OBLIGATIONS)
         delivered = _balance(root) - ACCOUNT_DELETE_FEE
         used = _get_u32(root, sf.SEQUENCE)
         view.delete(keylets.account_root(account))

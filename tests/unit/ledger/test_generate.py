@@ -119,6 +119,8 @@ def test_the_mix_covers_every_kind_and_decodes_with_xrpl_py(
         for position, (transaction, metadata) in enumerate(ledger.transactions):
             tx = parse_transaction(transaction)
             kinds[tx.type_name] += 1
+            if sf.OFFER_SEQUENCE in tx.fields and tx.type_name == "OfferCreate":
+                kinds["OfferCreate replacing an offer"] += 1
             meta = parse_metadata(metadata)
             nfts_from_transaction(tx, meta, sequence)  # the NFT rules accept every NFT tx
             if position % 7 == 0:
@@ -133,6 +135,7 @@ def test_the_mix_covers_every_kind_and_decodes_with_xrpl_py(
     for kind in (
         "Payment",
         "OfferCreate",
+        "OfferCreate replacing an offer",
         "OfferCancel",
         "TrustSet",
         "NFTokenMint",
