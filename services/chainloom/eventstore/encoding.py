@@ -10,6 +10,7 @@ in :data:`CODECS`, which also produces the table in ``docs/eventstore.md``.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -32,8 +33,7 @@ def encode_sequence(value: int) -> bytes:
 
 
 def encode_timestamp(value: int) -> bytes:
-    moment = dt.datetime.fromtimestamp(value, tz=dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(value)).encode()
 
 
 def decode_timestamp(raw: bytes) -> int:

@@ -14,8 +14,8 @@ to write, and executes the plan. The rules:
 
 from __future__ import annotations
 
-import datetime as dt
 import enum
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -114,6 +114,32 @@ def transfer_of(payload: Payload) -> TokenTransfer | TokenTransferWithPayload | 
     return None
 
 
+def _signature_cells(item: MessageInput, row: RowSnapshot) -> list[cellmodel.Cell]:
+    """New ``Signatures`` cells, and a ``VAAState`` cell if the list grows."""
+    vaa = item.vaa
+    stored_signatures = row.get(schema.SIGNATURES)
+    signatures = vaa.signatures
+    new_signatures: dict[str, bytes] = {}
+    for sig in signatures:
+        address = item.signers[sig.guardian_index]
+        if stored_signatures is None or stored_signatures.get(address) != enc.encode_hex(
+            sig.signature
+        ):
+            new_signatures[address] = sig.signature
+    planned = cellmodel.signature_cells(vaa.timestamp, new_signatures)
+    incoming = {(s.guardian_index, s.signature) for s in signatures}
+    stored_list_raw = _stored(
+        row, schema.VAA_STATE, schema.signatures_state_qualifier(vaa.guardian_set_index)
+    )
+    stored_list = set(enc.decode_signature_list(stored_list_raw)) if stored_list_raw else set()
+    merged = stored_list | incoming
+    if len(merged) > len(stored_list):
+        planned.append(
+            cellmodel.signature_state_cell(vaa.timestamp, vaa.guardian_set_index, merged)
+        )
+    return planned
+
+
 def plan_message(item: MessageInput, row: RowSnapshot, context: EnrichmentContext) -> RowPlan:
     """The cells one VAA adds to its row, given the row's current latest cells."""
     vaa = item.vaa
@@ -136,22 +162,12 @@ def plan_message(item: MessageInput, row: RowSnapshot, context: EnrichmentContex
     wanted += cellmodel.chain_details_cells(
         vaa, item.payload, asset=context.asset, wrapped=context.wrapped, sender=item.sender
     )
-    stored_signatures = row.get(schema.SIGNATURES, {})
-    new_signatures = {
-        item.signers[sig.guardian_index]: sig.signature
-        for sig in vaa.signatures
-        if stored_signatures.get(item.signers[sig.guardian_index]) != enc.encode_hex(sig.signature)
-    }
-    wanted += cellmodel.signature_cells(vaa.timestamp, new_signatures)
+    wanted += _signature_cells(item, row)
 
-    state_qualifier = schema.signatures_state_qualifier(vaa.guardian_set_index)
-    stored_list_raw = _stored(row, schema.VAA_STATE, state_qualifier)
-    stored_list = enc.decode_signature_list(stored_list_raw) if stored_list_raw else []
-    merged = set(stored_list) | {(s.guardian_index, s.signature) for s in vaa.signatures}
-    if len(merged) > len(set(stored_list)):
-        wanted.append(cellmodel.signature_state_cell(vaa.timestamp, vaa.guardian_set_index, merged))
-
-    to_write = [c for c in wanted if _stored(row, c.family, c.qualifier) != c.value]
+    # A row never seen before needs no comparison: everything planned is new.
+    to_write = (
+        wanted if not row else [c for c in wanted if _stored(row, c.family, c.qualifier) != c.value]
+    )
     conditional = False
     if item.quorum_met and _stored(row, schema.QUORUM_STATE, Q.SIGNED_VAA) is None:
         to_write.append(cellmodel.quorum_cell(vaa, item.raw))
@@ -178,10 +194,10 @@ def index_entries(item: MessageInput, written: list[cellmodel.Cell]) -> list[Ind
     vaa = item.vaa
     row_key = vaa.row_key
     ts = cellmodel.vaa_time_micros(vaa.timestamp)
-    written_columns = {(c.family, c.qualifier) for c in written}
+    written_columns = {(c.family, c.qualifier) for c in written if c.family != schema.SIGNATURES}
     entries: list[IndexEntry] = []
     if (schema.MESSAGE_PUBLICATION, Q.DIGEST) in written_columns:
-        moment = dt.datetime.fromtimestamp(vaa.timestamp, tz=dt.UTC)
+        moment = time.gmtime(vaa.timestamp)
         entries.append(
             IndexEntry(
                 keys.recent_index_key(vaa.emitter_chain, vaa.timestamp, row_key),
@@ -192,7 +208,9 @@ def index_entries(item: MessageInput, written: list[cellmodel.Cell]) -> list[Ind
         )
         entries.append(
             IndexEntry(
-                keys.count_index_key(moment.strftime("%Y%m%d"), vaa.emitter_chain, moment.hour),
+                keys.count_index_key(
+                    time.strftime("%Y%m%d", moment), vaa.emitter_chain, moment.tm_hour
+                ),
                 row_key,
                 b"",
                 ts,
