@@ -184,6 +184,7 @@ class SpyHub:
 
     async def unsubscribe(self, subscription: Subscription) -> None:
         """Close a subscription; anything still buffered is discarded."""
+        subscription.closed.set()  # releases a lossless publisher waiting on its buffer
         async with self._changed:
             self._subscriptions.discard(subscription)
             self._changed.notify_all()
@@ -207,7 +208,8 @@ class SpyHub:
             if not subscription.wants(key):
                 continue
             if self.lossless:
-                await subscription.buffer.put(vaa)
+                if not await _put_unless_closed(subscription, vaa):
+                    continue
             else:
                 try:
                     subscription.buffer.put_nowait(vaa)
@@ -316,6 +318,23 @@ class SpyServer:
                     await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "too slow")
         finally:
             await self.hub.unsubscribe(subscription)
+
+
+async def _put_unless_closed(subscription: Subscription, vaa: bytes) -> bool:
+    """Wait for buffer space; False if the subscription closes first."""
+    try:
+        subscription.buffer.put_nowait(vaa)
+        return True
+    except asyncio.QueueFull:
+        pass
+    putting = asyncio.ensure_future(subscription.buffer.put(vaa))
+    closed = asyncio.ensure_future(subscription.closed.wait())
+    done, _ = await asyncio.wait({putting, closed}, return_when=asyncio.FIRST_COMPLETED)
+    closed.cancel()
+    if putting in done:
+        return True
+    putting.cancel()
+    return False
 
 
 async def _next_vaas(subscription: Subscription) -> AsyncIterator[bytes]:

@@ -372,3 +372,21 @@ def test_spy_serve_streams_stdin():
             if process is not None and process.poll() is None:
                 process.kill()
                 process.communicate()
+
+
+def test_a_lossless_publisher_is_not_stuck_by_a_subscriber_that_leaves():
+    async def scenario() -> None:
+        hub = SpyHub(buffer_size=2, lossless=True)
+        gone = await hub.subscribe(frozenset())
+        stays = await hub.subscribe(frozenset())
+        for vaa in token_vaas(2):
+            await hub.publish(vaa)
+        blocked = asyncio.create_task(hub.publish(token_vaas(1, start=2)[0]))
+        await asyncio.sleep(0.1)
+        assert not blocked.done()  # both buffers are full: lossless waits
+        stays.buffer.get_nowait()
+        await hub.unsubscribe(gone)
+        assert await asyncio.wait_for(blocked, 5) == 1  # only the remaining subscriber got it
+        assert hub.counters.dropped == 0
+
+    run(scenario)
