@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -351,6 +353,7 @@ def parse_vaa(data: bytes | bytearray | memoryview) -> VAA:
 
 
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_ONLY_HEX = re.compile(r"[0-9a-fA-F]+")
 
 
 def decode_vaa_text(text: str) -> bytes:
@@ -365,7 +368,12 @@ def decode_vaa_text(text: str) -> bytes:
     candidate = stripped[2:] if stripped[:2] in ("0x", "0X") else stripped
     if not candidate:
         raise VAAEncodingError("bad hex: no digits after 0x")
-    if all(ch in _HEX_DIGITS for ch in candidate):
+    # The common case in one C call; fromhex skips whitespace, which the length check refuses.
+    with contextlib.suppress(ValueError):
+        data = bytes.fromhex(candidate)
+        if len(data) * 2 == len(candidate):
+            return data
+    if _ONLY_HEX.fullmatch(candidate):
         if len(candidate) % 2:
             raise VAAEncodingError(f"bad hex: odd number of hex digits ({len(candidate)})")
         return bytes.fromhex(candidate)

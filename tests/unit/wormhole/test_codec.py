@@ -157,6 +157,7 @@ def test_text_forms():
         ("0xabc", "odd number of hex digits"),
         ("0x01zz", "bad hex: 'z' at position 2"),
         ("hello", "bad hex: 'h' at position 0"),
+        ("01 00", "bad hex: ' ' at position 2"),
         ("AQ!!", "neither hex nor base64"),
     ],
 )
