@@ -9,8 +9,11 @@ Runs against the Cassandra node of the local stack (``CHAINLOOM_CASSANDRA_HOSTS`
    ``CassandraBackend`` (parsing, checks, successor rows, account_tx, NFT rows, the
    ``ledger_range`` LWT per ledger). The initial state of 38129 is loaded before the timer.
 3. Ceiling: exactly the statements the backend sent for those ledgers (recorded by running the
-   same ETL against a recording backend), replayed into another fresh keyspace with
-   ``execute_concurrent`` at the backend's concurrency, plus the same LWT per ledger.
+   same ETL against a recording backend), replayed into another fresh keyspace ledger by
+   ledger with ``execute_concurrent`` and with a window of ``execute_async`` at the backend's
+   concurrency (the faster counts), each ledger ending with the same LWT.
+   ETL and ceiling alternate for ``--rounds`` rounds and the best of each counts, so a busy
+   shared machine penalises neither side more.
 4. The same ledgers through the ETL into SQLite (the embedded backend), for the README.
 
 Printed: ledgers/s (and rows/s) for each, and ETL / ceiling.
@@ -106,6 +109,7 @@ def main() -> None:
     parser.add_argument("--ledgers", type=int, default=50, help="ledgers after 38129")
     parser.add_argument("--txs-per-ledger", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=1, help="alternating runs; best counts")
     parser.add_argument("--hosts", default=os.environ.get("CHAINLOOM_CASSANDRA_HOSTS", "127.0.0.1"))
     parser.add_argument(
         "--port", type=int, default=int(os.environ.get("CHAINLOOM_CASSANDRA_PORT", "9042"))
@@ -124,26 +128,36 @@ def main() -> None:
     vectors = options.vectors
     vectors_file = vectors / "xrpl_vectors.json" if vectors.is_dir() else vectors
     hosts = options.hosts.split(",")
+    n = options.ledgers
+    etl_best = ceiling_best = float("inf")
+    ceiling_how = ""
     with tempfile.TemporaryDirectory() as scratch:
         dump = Path(scratch) / "bench.jsonl"
         transactions, changes = _generate(
             dump, options.ledgers, options.txs_per_ledger, options.seed, vectors_file
         )
-        n = options.ledgers
         print(
             f"workload: {n} ledgers after {FIRST}, {transactions / n:.0f} transactions and "
             f"{changes / n:.0f} object changes per ledger"
         )
-        keyspaces = [f"bench_ledger_{uuid.uuid4().hex[:10]}" for _ in range(3)]
+        keyspaces: list[str] = []
+
+        def fresh() -> Any:
+            keyspaces.append(f"bench_ledger_{uuid.uuid4().hex[:10]}")
+            return _cassandra_config(hosts, options.port, keyspaces[-1])
+
         try:
-            etl_config = _cassandra_config(hosts, options.port, keyspaces[0])
-            etl_seconds, loaded = _etl(etl_config, dump)
-            assert loaded == n, f"the ETL loaded {loaded} of {n} ledgers"
-            recording = _cassandra_config(hosts, options.port, keyspaces[1])
-            ceiling_config = _cassandra_config(hosts, options.port, keyspaces[2])
-            concurrency = ceiling_config.cassandra.max_concurrent_writes
-            # Record the statements in keyspace 1, then replay them into keyspace 2.
-            ceiling_seconds, rows = _ceiling_with(recording, ceiling_config, dump, concurrency)
+            recorded = _recorded_statements(fresh(), dump)
+            rows = sum(len(ledger) for ledger in recorded)
+            concurrency = fresh().cassandra.max_concurrent_writes
+            for _ in range(options.rounds):
+                for how in ("execute_concurrent", "execute_async"):
+                    seconds = _ceiling_with(recorded, fresh(), dump, concurrency, how)
+                    if seconds < ceiling_best:
+                        ceiling_best, ceiling_how = seconds, how
+                seconds, loaded = _etl(fresh(), dump)
+                assert loaded == n, f"the ETL loaded {loaded} of {n} ledgers"
+                etl_best = min(etl_best, seconds)
         finally:
             cluster = Cluster(hosts, port=options.port, protocol_version=5)
             session = cluster.connect()
@@ -154,42 +168,60 @@ def main() -> None:
             type="sqlite", sqlite=SqliteConfig(path=str(Path(scratch) / "bench.sqlite3"))
         )
         sqlite_seconds, _ = _etl(sqlite_config, dump)
-    etl_rate = n / etl_seconds
-    ceiling_rate = n / ceiling_seconds
+    etl_rate = n / etl_best
+    ceiling_rate = n / ceiling_best
     print(
-        f"cassandra ETL:     {etl_rate:8.1f} ledgers/s  ({rows / etl_seconds:9.0f} rows/s, "
-        f"{etl_seconds:.2f} s)"
+        f"cassandra ETL:     {etl_rate:8.1f} ledgers/s  ({rows / etl_best:9.0f} rows/s, "
+        f"{etl_best:.2f} s)"
     )
     print(
-        f"cassandra ceiling: {ceiling_rate:8.1f} ledgers/s  ({rows / ceiling_seconds:9.0f} rows/s, "
-        f"{ceiling_seconds:.2f} s; execute_concurrent, concurrency {concurrency}, same statements)"
+        f"cassandra ceiling: {ceiling_rate:8.1f} ledgers/s  ({rows / ceiling_best:9.0f} rows/s, "
+        f"{ceiling_best:.2f} s; bare {ceiling_how}, {concurrency} in flight, same statements "
+        "+ the per-ledger LWT)"
     )
     print(f"ratio ETL/ceiling: {etl_rate / ceiling_rate:.0%} (goal >= 70%)")
     print(f"sqlite ETL:        {n / sqlite_seconds:8.1f} ledgers/s  ({sqlite_seconds:.2f} s)")
 
 
-def _ceiling_with(recording: Any, target: Any, dump: Path, concurrency: int) -> tuple[float, int]:
+def _ceiling_with(
+    recorded: list[list[tuple[str, tuple[Any, ...]]]],
+    target: Any,
+    dump: Path,
+    concurrency: int,
+    how: str,
+) -> float:
+    """Seconds to replay the recorded statements ledger by ledger, each ending with the LWT."""
+    from collections import deque
+
     from cassandra.concurrent import execute_concurrent
 
     from chainloom.ledger.backend import make_backend
     from chainloom.ledger.etl import LedgerEtl
     from chainloom.ledger.sources.file import FileLedgerSource
 
-    ledgers = _recorded_statements(recording, dump)
     backend: Any = make_backend(target)
     try:
         LedgerEtl(backend, FileLedgerSource(dump)).run(stop=FIRST)  # the initial state, untimed
         session, statements = backend._session, backend._statements
-        rows = 0
         started = time.perf_counter()
-        for offset, ledger in enumerate(ledgers, start=1):
+        for offset, ledger in enumerate(recorded, start=1):
             work = [(statements[name], values) for name, values in ledger]
-            rows += len(work)
-            execute_concurrent(session, work, concurrency=concurrency, raise_on_first_error=True)
+            if how == "execute_concurrent":
+                execute_concurrent(
+                    session, work, concurrency=concurrency, raise_on_first_error=True
+                )
+            else:
+                window: deque[Any] = deque()
+                for statement, values in work:
+                    if len(window) >= concurrency:
+                        window.popleft().result()
+                    window.append(session.execute_async(statement, values))
+                for future in window:
+                    future.result()
             sequence = FIRST + offset
             result = session.execute(statements["update_range"], (sequence, True, sequence - 1))
             assert result.was_applied, f"ceiling: LWT for ledger {sequence} not applied"
-        return time.perf_counter() - started, rows
+        return time.perf_counter() - started
     finally:
         backend.close()
 
