@@ -152,6 +152,22 @@ def _walk(backend: BackendInterface, sequence: int) -> dict[bytes, bytes]:
         cursor = page.cursor
 
 
+def _raw_rows_at(host: str, port: int, keyspace: str, sequence: int) -> int:
+    """Rows already written for ``sequence`` (invisible to readers), straight from CQL."""
+    from cassandra.cluster import Cluster
+
+    cluster = Cluster([host], port=port, protocol_version=5)
+    session = cluster.connect(keyspace)
+    try:
+        total = 0
+        for table, column in (("objects", "sequence"), ("successor", "seq"), ("diff", "seq")):
+            query = f"SELECT COUNT(*) FROM {table} WHERE {column} = %s ALLOW FILTERING"
+            total += session.execute(query, (sequence,)).one()[0]
+        return int(total)
+    finally:
+        cluster.shutdown()
+
+
 @pytest.mark.slow
 def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
     vectors_dir: Path,
@@ -180,9 +196,13 @@ def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     killed_at: list[int] = []
+    mid_ledger = 0
     reader: BackendInterface | None = None
     try:
-        for _ in range(2):
+        # Kill until two kills landed mid-ledger (rows of the next ledger already written).
+        for _ in range(6):
+            if mid_ledger == 2:
+                break
             process = subprocess.Popen(command, env=dict(os.environ), stderr=subprocess.PIPE)
             # Wait until it commits at least one more ledger, then kill it at a random moment.
             target = (killed_at[-1] if killed_at else FIRST) + 2
@@ -216,6 +236,9 @@ def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
             assert _walk(reader, committed) == state_at(dump, committed), f"seed {seed}"
             assert not reader.is_visible(committed + 1)
             assert reader.fetch_ledger_by_sequence(committed + 1) is None
+            if _raw_rows_at(host, port, cassandra_keyspace, committed + 1):
+                mid_ledger += 1
+        assert mid_ledger == 2, f"no kill landed in the middle of a ledger (seed {seed})"
         finished = subprocess.run(command, capture_output=True, timeout=300, check=False)
         assert finished.returncode == 0, finished.stderr.decode()
         assert reader is not None
