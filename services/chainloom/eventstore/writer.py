@@ -25,7 +25,7 @@ Why it is shaped this way:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -174,6 +174,7 @@ class EventWriter:
         self._pool = ThreadPoolExecutor(max_workers=self.config.conditional_workers)
         self._assets: dict[tuple[int, str], AssetInfo] = {}
         self._checksummed_sets: dict[int, tuple[str, ...]] = {}
+        self._wrapped: dict[str, WrappedAsset] = {}
 
     # --- intake ----------------------------------------------------------------------------
 
@@ -442,7 +443,7 @@ class EventWriter:
                 wanted.add(keys.asset_index_key(transfer.token_chain, address))
             if transfer.to_chain != transfer.token_chain:
                 wanted.add(keys.wrapped_index_key(transfer.token_chain, address, transfer.to_chain))
-        self._wrapped: dict[str, WrappedAsset] = {}
+        self._wrapped = {}
         if not wanted:
             return
         for row_key, cells in self.tables.read_index_rows(wanted).items():
@@ -459,7 +460,7 @@ class EventWriter:
             return EnrichmentContext()
         address = transfer.token_address.hex()
         asset = self._assets.get((transfer.token_chain, address))
-        wrapped = getattr(self, "_wrapped", {}).get(
+        wrapped = self._wrapped.get(
             keys.wrapped_index_key(transfer.token_chain, address, transfer.to_chain)
         )
         price: Decimal | None = None
@@ -522,8 +523,3 @@ def _difference(after: PutSummary, before: PutSummary) -> PutSummary:
         after.conflicts[len(before.conflicts) :],
         after.enrichment_errors[len(before.enrichment_errors) :],
     )
-
-
-def iter_chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
