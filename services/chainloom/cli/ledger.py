@@ -167,6 +167,11 @@ def ledger() -> None:
 @click.option("--stop", type=int, help="Stop after this ledger.")
 @click.option("--follow", is_flag=True, help="Wait for new ledgers instead of stopping.")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option(
+    "--verify-state",
+    is_flag=True,
+    help="Also check every ledger's account_hash (whole state in memory; small networks).",
+)
 @_backend_options
 @_guard
 def load(
@@ -177,6 +182,7 @@ def load(
     stop: int | None,
     follow: bool,
     quiet: bool,
+    verify_state: bool,
     **options: Any,
 ) -> None:
     """Load a ledger dump (or a gRPC source) into the backend, resuming where it stopped."""
@@ -212,7 +218,8 @@ def load(
 
     backend = _open_backend(options, read_only=False)
     try:
-        summary = LedgerEtl(backend, source, on_progress=report).run(stop=stop, follow=follow)
+        etl = LedgerEtl(backend, source, on_progress=report, verify_state=verify_state)
+        summary = etl.run(stop=stop, follow=follow)
     finally:
         backend.close()
         source.close()

@@ -168,11 +168,17 @@ class LedgerEtl:
         source: LedgerSource,
         *,
         on_progress: Callable[[Progress], None] | None = None,
+        verify_state: bool = False,
     ) -> None:
+        """``verify_state`` also checks every ledger's ``account_hash`` (a SHAMap over the whole
+        state, kept in memory: right for test networks and generated ledgers, not for mainnet's
+        millions of objects). Without it a diff that omits a change cannot be noticed."""
         self._backend = backend
         self._source = source
         self._on_progress = on_progress
+        self._verify_state = verify_state
         self._tracker: SuccessorTracker | None = None
+        self._leaves: dict[bytes, bytes] | None = None
         self._previous: LedgerHeader | None = None
 
     # ------------------------------------------------------------------ the loop
@@ -261,6 +267,7 @@ class LedgerEtl:
         )
         summary.seconds = time.monotonic() - started
         self._tracker = None
+        self._leaves = None
         return summary
 
     def _resume(self, max_sequence: int) -> None:
@@ -273,11 +280,14 @@ class LedgerEtl:
             )
         keys: list[bytes] = []
         bases: set[bytes] = set()
+        leaves: dict[bytes, bytes] = {}
         cursor: bytes | None = None
         while True:
             page = self._backend.fetch_ledger_page(cursor, max_sequence, PAGE_SIZE)
             for obj in page.objects:
                 keys.append(obj.key)
+                if self._verify_state:
+                    leaves[obj.key] = hashing.state_leaf_hash(obj.key, obj.blob)
                 if is_book_directory(obj.blob):
                     bases.add(book_base(obj.key))
             if page.cursor is None:
@@ -287,6 +297,15 @@ class LedgerEtl:
         tracker.initial_load(keys, sorted(bases))
         self._tracker = tracker
         self._previous = header
+        if self._verify_state:
+            self._leaves = leaves
+            root = hashing.shamap_root(sorted(leaves.items()))
+            if root != header.account_hash:
+                raise LedgerIntegrityError(
+                    f"ledger {max_sequence}: the stored state hashes to {root.hex().upper()}, "
+                    f"not the header's account_hash {header.account_hash.hex().upper()}",
+                    sequence=max_sequence,
+                )
 
     # ------------------------------------------------------------------ checking
 
@@ -308,7 +327,8 @@ class LedgerEtl:
                 f"ledger {sequence}: the full state holds an empty (deleted) object",
                 sequence=sequence,
             )
-        state_hash = hashing.state_root([(o.key, o.blob) for o in ledger.objects])
+        leaves = {o.key: hashing.state_leaf_hash(o.key, o.blob) for o in ledger.objects}
+        state_hash = hashing.shamap_root(sorted(leaves.items()))
         if state_hash != header.account_hash:
             raise LedgerIntegrityError(
                 f"ledger {sequence}: the state's SHAMap root {state_hash.hex().upper()} is not "
@@ -328,6 +348,7 @@ class LedgerEtl:
         states = [s for s in tx_states if s.token_id not in page_states]
         states += page_states.values()
         self._tracker = tracker
+        self._leaves = leaves if self._verify_state else None
         return _PreparedLedger(
             header=header,
             header_blob=header.serialize(include_hash=True),
@@ -364,10 +385,13 @@ class LedgerEtl:
             )
         transactions, account_rows, per_tx_nfts = _check_transactions(header, ledger)
         created, deleted, bases = _classify_diff(tracker, ledger.objects, sequence)
+        leaves = self._check_state_hash(header, ledger.objects)
         try:
             successors = tracker.apply(created, deleted, bases)
         except SuccessorError as refused:
             raise LedgerIntegrityError(f"ledger {sequence}: {refused}", sequence=sequence) from None
+        if leaves is not None:
+            self._leaves = leaves
         states, nft_history = ledger_nft_rows(per_tx_nfts)
         return _PreparedLedger(
             header=header,
@@ -379,6 +403,32 @@ class LedgerEtl:
             nfts=states,
             nft_transactions=nft_history,
         )
+
+    def _check_state_hash(
+        self, header: LedgerHeader, objects: Sequence[LedgerObject]
+    ) -> dict[bytes, bytes] | None:
+        """With ``verify_state``: the state's leaves after the diff, its root checked."""
+        if not self._verify_state:
+            return None
+        if self._leaves is None:
+            raise LedgerIntegrityError(  # pragma: no cover - set by every load path
+                f"ledger {header.sequence}: no state to verify against", sequence=header.sequence
+            )
+        leaves = dict(self._leaves)
+        for obj in objects:
+            if obj.blob:
+                leaves[obj.key] = hashing.state_leaf_hash(obj.key, obj.blob)
+            else:
+                leaves.pop(obj.key, None)
+        root = hashing.shamap_root(sorted(leaves.items()))
+        if root != header.account_hash:
+            raise LedgerIntegrityError(
+                f"ledger {header.sequence}: the state after its diff hashes to "
+                f"{root.hex().upper()}, the header's account_hash is "
+                f"{header.account_hash.hex().upper()}",
+                sequence=header.sequence,
+            )
+        return leaves
 
     # ------------------------------------------------------------------ writing
 
@@ -408,6 +458,7 @@ class LedgerEtl:
         except BaseException:
             # The tracker already holds this ledger's keys: rebuild it from the store on retry.
             self._tracker = None
+            self._leaves = None
             raise
         if committed:
             self._previous = header

@@ -196,7 +196,7 @@ def test_initial_load_of_38129_walks_its_261_objects(store: Store, dump: Dump) -
 
 def test_following_ledgers_stores_every_state_diff_and_history(store: Store, dump: Dump) -> None:
     backend = store.open()
-    summary = LedgerEtl(backend, FileLedgerSource(dump.path)).run()
+    summary = LedgerEtl(backend, FileLedgerSource(dump.path), verify_state=True).run()
     assert summary.stopped_because == "source exhausted"
     assert summary.last_committed == dump.last
     assert summary.ledgers == LEDGERS + 1
@@ -241,7 +241,7 @@ def test_a_second_run_resumes_after_the_stored_range(store: Store, dump: Dump) -
     first = LedgerEtl(store.open(), FileLedgerSource(dump.path)).run(stop=FIRST + 3)
     assert first.last_committed == FIRST + 3
     backend = store.open()
-    second = LedgerEtl(backend, FileLedgerSource(dump.path)).run()
+    second = LedgerEtl(backend, FileLedgerSource(dump.path), verify_state=True).run()
     assert second.resumed_from == FIRST + 3
     assert second.first_committed == FIRST + 4
     assert second.last_committed == dump.last
@@ -332,3 +332,29 @@ def test_a_write_conflict_stops_the_writer_that_lost(store: Store, dump: Dump) -
     assert range_ is not None
     assert range_.max_sequence == FIRST + 3
     assert {o.key: o.blob for o in walk(loser, FIRST + 3, 500)} == dump.states[FIRST + 3]
+
+
+def test_verify_state_refuses_a_diff_that_omits_a_change(dump: Dump, tmp_path: Path) -> None:
+    backend = make_backend({"type": "sqlite", "sqlite": {"path": str(tmp_path / "v.db")}})
+    try:
+        LedgerEtl(backend, FileLedgerSource(dump.path)).run(stop=FIRST + 1)
+        record = dump.records[FIRST + 2]
+        modified = next(o for o in record.objects if o.blob and o.key in dump.states[FIRST + 1])
+        short = replace(record, objects=tuple(o for o in record.objects if o != modified))
+        records = {**dump.records, FIRST + 2: short}
+        # Without the state check the omission is undetectable; with it, it is refused.
+        with pytest.raises(LedgerIntegrityError, match="ledger 38131: the state after its diff"):
+            LedgerEtl(backend, ListSource(records, FIRST), verify_state=True).run()
+        assert (
+            raw_rows_at(
+                Store(
+                    BackendConfig(type="sqlite", sqlite=SqliteConfig(path=str(tmp_path / "v.db")))
+                ),
+                FIRST + 2,
+            )
+            == 0
+        )
+        summary = LedgerEtl(backend, FileLedgerSource(dump.path), verify_state=True).run()
+        assert summary.last_committed == dump.last
+    finally:
+        backend.close()
