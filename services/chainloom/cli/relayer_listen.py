@@ -98,7 +98,12 @@ def _run(config: Any, *, rest: bool, redeem_check: str, threads: int) -> None:
     spy = None
     if config.spy_address is not None:
         filters = [EmitterKey(chain, address) for chain, address in config.known_emitters]
-        spy = SpyClient(config.spy_address, filters)
+        spy = SpyClient(
+            config.spy_address,
+            filters,
+            buffer_size=config.spy_buffer,
+            overflow=config.spy_overflow,
+        )
     listener = Listener(intake, spy=spy, rest=config.rest if rest else None, threads=threads)
 
     async def main() -> None:

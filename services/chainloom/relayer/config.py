@@ -8,6 +8,8 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
 
     redis_url: redis://127.0.0.1:6379/0
     spy_address: 127.0.0.1:7073          # null: no spy, REST only
+    spy_buffer: 10000                    # VAAs held between the stream and the intake
+    spy_overflow: block                  # when full: block (push back) or drop (and count)
     rest: {host: 0.0.0.0, port: 4201, max_request_bytes: 65536}
     guardian_sets: mainnet               # mainnet | devnet | path of a guardian-set file
     payload3: false                      # also relay payload-3 transfers (with a payload)
@@ -20,7 +22,8 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
       - {chain: "*", address: "*", min_fee: 5000}        # anything else (devnets, load tests)
 
 Environment variables override single fields (values are JSON or plain text, never code):
-``CHAINLOOM_RELAYER_REDIS_URL``, ``..._SPY_ADDRESS``, ``..._REST_HOST``, ``..._REST_PORT``,
+``CHAINLOOM_RELAYER_REDIS_URL``, ``..._SPY_ADDRESS``, ``..._SPY_BUFFER``,
+``..._SPY_OVERFLOW``, ``..._REST_HOST``, ``..._REST_PORT``,
 ``..._MAX_REQUEST_BYTES``, ``..._GUARDIAN_SETS``, ``..._PAYLOAD3``, ``..._KNOWN_EMITTERS``,
 ``..._TARGET_CHAINS``, ``..._TOKENS``, ``..._KEY_PREFIX``.
 """
@@ -85,6 +88,10 @@ class RelayerConfig:
     """Versioned key prefix of the tables."""
     spy_address: str | None = None
     """``host:port`` of a guardian spy (or ``chainloom spy serve``); None: REST only."""
+    spy_buffer: int = 10_000
+    """VAAs the spy client holds between the stream and the intake."""
+    spy_overflow: str = "block"
+    """When that buffer is full: ``block`` (push back on the stream) or ``drop`` (and count)."""
     rest: RestConfig = field(default_factory=RestConfig)
     """The REST listener."""
     guardian_sets: str = "mainnet"
@@ -104,8 +111,8 @@ class RelayerConfig:
         if not isinstance(data, Mapping):
             raise ConfigError(f"{source}: the top level must be a mapping")
         known = {
-            "redis_url", "key_prefix", "spy_address", "rest", "guardian_sets", "payload3",
-            "known_emitters", "target_chains", "tokens",
+            "redis_url", "key_prefix", "spy_address", "spy_buffer", "spy_overflow", "rest",
+            "guardian_sets", "payload3", "known_emitters", "target_chains", "tokens",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
@@ -136,6 +143,9 @@ class RelayerConfig:
                 f"{source}: field 'guardian_sets' must be mainnet, devnet or an existing file, "
                 f"got {guardian_sets!r}"
             )
+        spy_overflow = data.get("spy_overflow", "block")
+        if spy_overflow not in ("block", "drop"):
+            raise ConfigError(f"{source}: field 'spy_overflow' must be block or drop")
         payload3 = data.get("payload3", False)
         if not isinstance(payload3, bool):
             raise ConfigError(f"{source}: field 'payload3' must be true or false")
@@ -143,6 +153,10 @@ class RelayerConfig:
             redis_url=_string(data, "redis_url", DEFAULT_REDIS_URL, source),
             key_prefix=_string(data, "key_prefix", DEFAULT_KEY_PREFIX, source),
             spy_address=spy_address,
+            spy_buffer=_integer(
+                data, "spy_buffer", default=10_000, source=source, at="", low=1, high=10_000_000
+            ),
+            spy_overflow=spy_overflow,
             rest=rest,
             guardian_sets=guardian_sets,
             payload3=payload3,
@@ -228,6 +242,8 @@ _ENV_FIELDS = {
     "REDIS_URL": ("redis_url", "text"),
     "KEY_PREFIX": ("key_prefix", "text"),
     "SPY_ADDRESS": ("spy_address", "text"),
+    "SPY_BUFFER": ("spy_buffer", "int"),
+    "SPY_OVERFLOW": ("spy_overflow", "text"),
     "GUARDIAN_SETS": ("guardian_sets", "text"),
     "PAYLOAD3": ("payload3", "bool"),
     "KNOWN_EMITTERS": ("known_emitters", "list"),

@@ -5,8 +5,10 @@ consumers and it restarts. The relayer must keep a subscription open through all
 this client reconnects forever with exponential backoff and jitter (many listeners must not
 reconnect in lock-step), and it counts what happened - connections, messages, drops - so an
 operator can see loss instead of guessing. VAAs go through a bounded buffer between the gRPC
-reader and the consumer; when the consumer falls that far behind, new VAAs are dropped and
-counted (the REST endpoint is the backfill path), rather than the spy dropping the whole stream.
+reader and the consumer. When the consumer falls that far behind, the client either pushes
+back (``overflow="block"``, the default: gRPC flow control slows the sender, so a lossless
+replay stays lossless; a real spy cuts a consumer blocked for 5 s, and the client reconnects)
+or keeps reading and drops, counting each drop (``overflow="drop"``; REST is the backfill).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from chainloom.rpc.generated.spy.v1 import spy_pb2
 log = logging.getLogger(__name__)
 
 METHOD_PATH = f"/{SERVICE_NAME}/{METHOD_NAME}"
+OVERFLOW_POLICIES = ("block", "drop")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +69,7 @@ class SpyClientCounters:
     messages: int = 0
     """VAAs received."""
     drops: int = 0
-    """VAAs dropped because the consumer's buffer was full."""
+    """VAAs dropped because the consumer's buffer was full (``overflow="drop"`` only)."""
     empty: int = 0
     """Responses without VAA bytes (ignored)."""
     consumer_errors: int = 0
@@ -85,12 +88,18 @@ class SpyClient:
         *,
         backoff: Backoff | None = None,
         buffer_size: int = 10_000,
+        overflow: str = "block",
         rng: random.Random | None = None,
     ) -> None:
         if not address or ":" not in address:
             raise SpyError(f"spy address {address!r} is not host:port")
         if buffer_size < 1:
             raise SpyError(f"buffer size must be at least 1, got {buffer_size}")
+        if overflow not in OVERFLOW_POLICIES:
+            raise SpyError(
+                f"overflow must be one of {', '.join(OVERFLOW_POLICIES)}, got {overflow!r}"
+            )
+        self.overflow = overflow
         self.address = address
         self.filters = tuple(filters)
         self.backoff = backoff or Backoff()
@@ -239,6 +248,9 @@ class SpyClient:
                 self.counters.empty += 1
                 continue
             self.counters.messages += 1
+            if self.overflow == "block":
+                await self._buffer.put(vaa)
+                continue
             try:
                 self._buffer.put_nowait(vaa)
             except asyncio.QueueFull:

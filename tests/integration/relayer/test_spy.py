@@ -390,3 +390,40 @@ def test_a_lossless_publisher_is_not_stuck_by_a_subscriber_that_leaves():
         assert hub.counters.dropped == 0
 
     run(scenario)
+
+
+@pytest.mark.parametrize("overflow", ["block", "drop"])
+def test_a_slow_consumer_pushes_back_or_drops_as_configured(overflow):
+    async def scenario() -> None:
+        hub = SpyHub(lossless=True)
+        server = SpyServer(hub, "127.0.0.1:0")
+        await server.start()
+        client = SpyClient(server.target, buffer_size=3, overflow=overflow, backoff=FAST)
+        vaas = token_vaas(12)
+        received: list[bytes] = []
+
+        async def slow_reader() -> None:
+            async for vaa in client.messages():
+                received.append(vaa)
+                if len(received) == 1:
+                    await asyncio.sleep(1.0)  # everything else arrives meanwhile
+                if len(received) == len(vaas) - client.counters.drops:
+                    client.stop()
+
+        reading = asyncio.create_task(slow_reader())
+        try:
+            await hub.wait_for_subscribers(1, timeout=10)
+            for vaa in vaas:
+                await hub.publish(vaa)
+            await asyncio.wait_for(reading, 20)
+        finally:
+            await server.stop()
+        if overflow == "block":
+            assert received == vaas
+            assert client.counters.drops == 0
+        else:
+            assert client.counters.drops > 0
+            assert len(received) == len(vaas) - client.counters.drops
+            assert received[0] == vaas[0]
+
+    run(scenario)

@@ -18,6 +18,8 @@ def full_mapping() -> dict[str, object]:
     return {
         "redis_url": "redis://redis:6379/3",
         "spy_address": "spy:7073",
+        "spy_buffer": 500,
+        "spy_overflow": "drop",
         "rest": {"host": "0.0.0.0", "port": 4300, "max_request_bytes": 2048},
         "guardian_sets": "devnet",
         "payload3": True,
@@ -35,6 +37,7 @@ def test_a_full_mapping_is_typed_and_normalised():
 
     assert config.redis_url == "redis://redis:6379/3"
     assert config.spy_address == "spy:7073"
+    assert (config.spy_buffer, config.spy_overflow) == (500, "drop")
     assert (config.rest.host, config.rest.port, config.rest.max_request_bytes) == (
         "0.0.0.0",
         4300,
@@ -61,6 +64,7 @@ def test_defaults_accept_nothing_until_configured():
     config = RelayerConfig.from_mapping({})
 
     assert config.spy_address is None
+    assert (config.spy_buffer, config.spy_overflow) == (10_000, "block")
     assert config.rest.port == 4201
     assert config.guardian_sets == "mainnet"
     assert config.payload3 is False
@@ -86,6 +90,8 @@ def test_devnet_emitter_preset():
         ({"spy_address": "no-port"}, "'spy_address' must be host:port"),
         ({"guardian_sets": "/does/not/exist.json"}, "'guardian_sets' must be mainnet, devnet"),
         ({"payload3": "yes"}, "'payload3' must be true or false"),
+        ({"spy_overflow": "queue"}, "'spy_overflow' must be block or drop"),
+        ({"spy_buffer": 0}, "'spy_buffer' must be an integer in 1..10000000"),
         ({"target_chains": ["atlantis"]}, "target_chains[0] names an unknown chain 'atlantis'"),
         ({"target_chains": [70000]}, "target_chains[0] chain id 70000 is outside 1..65535"),
         ({"target_chains": "ethereum"}, "'target_chains' must be a list"),
