@@ -16,7 +16,7 @@ from chainloom.eventstore.prices import FilePriceSource
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.schema import Q
 from chainloom.eventstore.writer import EventWriter
-from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, DevGuardians, mainnet_emitters
+from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, DevGuardians, mainnet_emitters, parse_vaa
 from chainloom.wormhole.errors import VAAParseError
 from tests.unit.eventstore import builders
 
@@ -265,3 +265,28 @@ def test_transfer_before_its_attestation_is_enriched_when_stored_again(
     assert stored is not None
     assert stored.value(schema.TOKEN_TRANSFER_DETAILS, Q.AMOUNT) == Decimal("1.5")
     assert stored.value(schema.TOKEN_TRANSFER_DETAILS, Q.NOTIONAL_USD) is None
+
+
+def test_publication_observed_first_then_signatures_then_quorum(tables: BigtableTables) -> None:
+    signed = _transfer_vaa(30, signers=list(range(19)))
+    unsigned = parse_vaa(b"\x01" + bytes(4) + b"\x00" + signed.body)
+    tx = "0x" + "5e" * 32
+    reader = EventReader(tables)
+    with _writer(tables) as writer:
+        assert writer.observe_publication(unsigned, tx) is Outcome.NEW
+        observed = reader.get(signed.message_id)
+        assert observed is not None
+        assert observed.value(schema.MESSAGE_PUBLICATION, Q.INITIATING_TX_ID) == tx
+        assert schema.SIGNATURES not in observed.families
+        assert observed.signed_vaa is None
+        assert writer.put(KIT.resign(signed, signers=[2]).to_bytes()) is Outcome.UPDATED
+        quorum = KIT.resign(signed, signers=list(range(1, 14)))
+        assert writer.put(quorum.to_bytes()) is Outcome.UPDATED
+    stored = reader.get(signed.message_id)
+    assert stored is not None
+    assert stored.signed_vaa == quorum.to_bytes()
+    assert stored.value(schema.MESSAGE_PUBLICATION, Q.INITIATING_TX_ID) == tx
+    assert reader.signature_history(signed.message_id, 0) == [[2], list(range(1, 14))]
+    assert [m.key.message_id for m in reader.by_tx(tx.upper().replace("0X", "0x"))] == [
+        signed.message_id
+    ]
