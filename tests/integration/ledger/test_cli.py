@@ -254,3 +254,35 @@ def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
     finally:
         if reader is not None:
             reader.close()
+
+
+def test_replay_command_serves_a_dump_that_load_grpc_copies(dump: Path, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chainloom.cli", "ledger", "replay", str(dump),
+         "--listen", f"127.0.0.1:{port}"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        assert "replaying" in server.stderr.readline()
+        db = ["--sqlite-path", str(tmp_path / "r.db"), "--json"]
+        loaded = run("load", "--grpc", f"127.0.0.1:{port}", "--start", str(FIRST), "--quiet", *db)
+        assert (loaded["first_committed"], loaded["last_committed"]) == (FIRST, FIRST + 6)
+        from_file = tmp_path / "f.db"
+        run("load", str(dump), "--quiet", "--json", "--sqlite-path", str(from_file))
+        for sequence in (FIRST, FIRST + 6):
+            over_grpc = run("header", str(sequence), *db)
+            assert over_grpc == run(
+                "header", str(sequence), "--json", "--sqlite-path", str(from_file)
+            )
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+        if server.stderr:
+            server.stderr.close()
