@@ -337,6 +337,11 @@ def _chain(value: Any, where: str, source: str) -> int:
 
 
 def _address32(value: Any, where: str, source: str) -> bytes:
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise ConfigError(
+            f"{source}: {where} must be a quoted hex string (YAML reads an unquoted 0x... as a "
+            "number)"
+        )
     if not isinstance(value, str):
         raise ConfigError(f"{source}: {where} must be a hex string")
     text = value.strip().lower().removeprefix("0x")

@@ -215,3 +215,10 @@ def test_token_wildcards_become_chain_wide_and_catch_all_minimums():
     assert RelayerConfig.from_mapping({}).validation_policy().min_fee(2, usdc) is None
     with pytest.raises(ConfigError, match=r'tokens\[0\]: chain "\*" needs address "\*" too'):
         RelayerConfig.from_mapping({"tokens": [{"chain": "*", "address": USDC}]})
+
+
+def test_an_unquoted_yaml_hex_address_is_explained(tmp_path: Path):
+    path = tmp_path / "relayer.yaml"
+    path.write_text("tokens: [{chain: 2, address: 0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48}]\n")
+    with pytest.raises(ConfigError, match=r"tokens\[0\]\.address must be a quoted hex string"):
+        RelayerConfig.load(path, {})
