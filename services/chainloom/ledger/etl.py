@@ -140,6 +140,11 @@ class RunSummary:
     """The stored range's max the run resumed after, ``None`` for an initial load."""
 
     @property
+    def resumed_from_next(self) -> int | None:
+        """The first ledger a resumed run needs (``None`` for an initial load)."""
+        return None if self.resumed_from is None else self.resumed_from + 1
+
+    @property
     def ledgers_per_second(self) -> float:
         """Committed ledgers per second."""
         return self.ledgers / self.seconds if self.seconds > 0 else 0.0
@@ -209,13 +214,6 @@ class LedgerEtl:
             self._count(summary, prepared, started)
         else:
             summary.resumed_from = stored.max_sequence
-            if stored.max_sequence + 1 < self._source.first_sequence():
-                raise LedgerIntegrityError(
-                    f"ledger {stored.max_sequence + 1}: the store ends at ledger "
-                    f"{stored.max_sequence} but the source starts at "
-                    f"{self._source.first_sequence()}; ledgers in between are missing",
-                    sequence=stored.max_sequence + 1,
-                )
             self._resume(stored.max_sequence)
         assert self._previous is not None
         while True:
@@ -225,6 +223,16 @@ class LedgerEtl:
                 break
             ledger = self._source.fetch_diff(sequence)
             if ledger is None:
+                if (
+                    sequence == summary.resumed_from_next
+                    and self._source.first_sequence() > sequence
+                ):
+                    raise LedgerIntegrityError(
+                        f"ledger {sequence}: the store ends at ledger {sequence - 1} but the "
+                        f"source starts at {self._source.first_sequence()}; ledgers in between "
+                        "are missing",
+                        sequence=sequence,
+                    )
                 if not follow:
                     break
                 time.sleep(poll_interval)

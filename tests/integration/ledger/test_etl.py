@@ -358,3 +358,21 @@ def test_verify_state_refuses_a_diff_that_omits_a_change(dump: Dump, tmp_path: P
         assert summary.last_committed == dump.last
     finally:
         backend.close()
+
+
+def test_a_source_starting_after_the_store_ends_is_refused(dump: Dump, tmp_path: Path) -> None:
+    later = tmp_path / "later.jsonl"
+    with DumpWriter(later) as writer:
+        writer.write(FileLedgerSource(dump.path).fetch_full(FIRST + 5), FIRST + 5)
+        writer.write(dump.records[FIRST + 6], FIRST + 6)
+    backend = make_backend({"type": "sqlite", "sqlite": {"path": str(tmp_path / "gap.db")}})
+    try:
+        LedgerEtl(backend, FileLedgerSource(dump.path)).run(stop=FIRST + 2)
+        with pytest.raises(LedgerIntegrityError, match="ledger 38132: the store ends at ledger"):
+            LedgerEtl(backend, FileLedgerSource(later)).run()
+        # A source holding the next ledger is fine, and one that is merely exhausted stops.
+        done = LedgerEtl(backend, FileLedgerSource(dump.path)).run()
+        assert done.last_committed == dump.last
+        assert LedgerEtl(backend, FileLedgerSource(later)).run().ledgers == 0
+    finally:
+        backend.close()
