@@ -3,6 +3,7 @@ write conflicts. Each test runs on SQLite and on a fresh Cassandra keyspace."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -375,4 +376,35 @@ def test_a_source_starting_after_the_store_ends_is_refused(dump: Dump, tmp_path:
         assert done.last_committed == dump.last
         assert LedgerEtl(backend, FileLedgerSource(later)).run().ledgers == 0
     finally:
+        backend.close()
+
+
+def test_follow_picks_up_ledgers_appended_to_the_dump(dump: Dump, tmp_path: Path) -> None:
+    import threading
+
+    growing = tmp_path / "growing.jsonl"
+    with DumpWriter(growing) as writer:
+        writer.write(dump.initial, FIRST)
+    backend = make_backend({"type": "sqlite", "sqlite": {"path": str(tmp_path / "fw.db")}})
+    seen: list[Progress] = []
+    result: list[object] = []
+
+    def follow() -> None:
+        etl = LedgerEtl(backend, FileLedgerSource(growing), on_progress=seen.append)
+        result.append(etl.run(stop=FIRST + 3, follow=True, poll_interval=0.02))
+
+    thread = threading.Thread(target=follow)
+    thread.start()
+    try:
+        lines = dump.path.read_text().splitlines(keepends=True)
+        for line in lines[1:4]:
+            time.sleep(0.1)
+            with growing.open("a") as handle:
+                handle.write(line)
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+        assert [p.sequence for p in seen] == [FIRST, FIRST + 1, FIRST + 2, FIRST + 3]
+        assert {o.key: o.blob for o in walk(backend, FIRST + 3, 500)} == dump.states[FIRST + 3]
+    finally:
+        thread.join(timeout=30)
         backend.close()

@@ -90,3 +90,20 @@ def test_a_dump_starting_with_a_diff_is_not_a_source(tmp_path: Path) -> None:
     )
     with pytest.raises(LedgerInputError, match="must hold a full state"):
         FileLedgerSource(path)
+
+
+def test_records_appended_later_are_found_and_partial_lines_wait(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    with DumpWriter(path) as writer:
+        writer.write(_full(), 10)
+    source = FileLedgerSource(path)
+    assert source.fetch_diff(11) is None
+    line = path.read_text()
+    with path.open("a") as handle:
+        handle.write(line.replace('"sequence":10,"kind":"full"', '"sequence":11,"kind":"diff"'))
+        handle.write('{"sequence":12,"kind":"di')  # still being written
+    record = source.fetch_diff(11)
+    assert record is not None
+    assert not record.is_full_state
+    assert source.fetch_diff(12) is None
+    assert source.latest_sequence() == 11

@@ -112,27 +112,37 @@ class DumpFile:
             raise LedgerInputError(f"ledger dump {path} does not exist")
         self._offsets: dict[int, int] = {}
         self._order: list[int] = []
-        with path.open("rb") as handle:
-            self._index(handle)
+        self._end = 0
+        self._lines = 0
+        self.refresh()
         if not self._order:
             raise LedgerInputError(f"ledger dump {path} is empty")
 
-    def _index(self, handle: IO[bytes]) -> None:
+    def refresh(self) -> int:
+        """Index records appended since the last look (complete lines only); return how many."""
+        before = len(self._order)
         path = self.path
-        offset = 0
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                match = _SEQUENCE.match(line)
-                if match is None:
-                    raise LedgerInputError(
-                        f"{path}:{number}: not a ledger-dump record (no leading sequence)"
-                    )
-                sequence = int(match.group(1))
-                if sequence in self._offsets:
-                    raise LedgerInputError(f"{path}:{number}: ledger {sequence} appears twice")
-                self._offsets[sequence] = offset
-                self._order.append(sequence)
-            offset += len(line)
+        with path.open("rb") as handle:
+            handle.seek(self._end)
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    break  # a line still being written: index it next time
+                self._lines += 1
+                if line.strip():
+                    match = _SEQUENCE.match(line)
+                    if match is None:
+                        raise LedgerInputError(
+                            f"{path}:{self._lines}: not a ledger-dump record (no leading sequence)"
+                        )
+                    sequence = int(match.group(1))
+                    if sequence in self._offsets:
+                        raise LedgerInputError(
+                            f"{path}:{self._lines}: ledger {sequence} appears twice"
+                        )
+                    self._offsets[sequence] = self._end
+                    self._order.append(sequence)
+                self._end += len(line)
+        return len(self._order) - before
 
     @property
     def sequences(self) -> list[int]:

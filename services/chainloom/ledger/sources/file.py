@@ -41,8 +41,12 @@ class FileLedgerSource:
         return SourceLedger(record.header, record.transactions, objects, is_full_state=True)
 
     def fetch_diff(self, sequence: int) -> SourceLedger | None:
-        """The record of ``sequence`` (None past the end of the dump)."""
-        return self._dump.read(sequence)
+        """The record of ``sequence``; None past the end of the dump (re-checked each time, so
+        ``load --follow`` picks up ledgers appended to the file)."""
+        record = self._dump.read(sequence)
+        if record is None and self._dump.refresh():
+            record = self._dump.read(sequence)
+        return record
 
     def close(self) -> None:
         """Close the file."""
