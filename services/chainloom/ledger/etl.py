@@ -155,13 +155,21 @@ class _PreparedLedger:
     """Every row of one ledger, computed and checked before anything is written."""
 
     header: LedgerHeader
+    """The checked header."""
     header_blob: bytes
+    """Its 150-byte stored form."""
     successors: list[tuple[bytes, bytes]]
+    """``(key, next)`` successor rows for this sequence."""
     objects: tuple[LedgerObject, ...]
+    """Object versions to write (full state or diff)."""
     transactions: list[tuple[ParsedTransaction, bytes, bytes, ParsedMetadata]]
+    """Each transaction parsed, with its blobs and parsed metadata."""
     account_transactions: list[AccountTransactionsData]
+    """``account_tx`` rows."""
     nfts: list[NFTsData]
+    """NFT state changes (the last per token in the ledger)."""
     nft_transactions: list[NFTTransactionsData]
+    """``nf_token_transactions`` rows."""
 
 
 class LedgerEtl:

@@ -160,10 +160,16 @@ def _balance(obj: STObject) -> int:
 
 @dataclass(frozen=True, slots=True)
 class _NftOffer:
+    """A sell offer the generator placed and may later accept or cancel."""
+
     key: bytes
+    """The NFTokenOffer's key."""
     owner: bytes
+    """The seller."""
     token_id: bytes
+    """The token offered."""
     amount: int
+    """The price in drops."""
 
 
 class _Transaction:
