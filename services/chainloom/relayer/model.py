@@ -28,6 +28,7 @@ from chainloom.relayer.errors import RequestFormatError
 REQUEST_FORMAT_VERSION = 1
 
 _DIGEST = re.compile(r"^0x[0-9a-f]{64}$")
+_NUMBER = (int, float)
 
 
 class Table(enum.Enum):
@@ -106,12 +107,25 @@ class RelayRequest:
     """How many of its submissions were rolled back."""
 
     def __post_init__(self) -> None:
-        validate_digest(self.digest)
-        for name in ("target_chain", "emitter_chain", "sequence", "retries", "rollbacks"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise RequestFormatError(f"{name} must be a non-negative integer, got {value!r}")
-        if not isinstance(self.vaa, bytes) or not self.vaa:
+        # On the hot path (every claim and move): exact type checks, no loops over names.
+        if type(self.digest) is not str or not _DIGEST.match(self.digest):
+            validate_digest(self.digest)
+        if not (
+            type(self.target_chain) is int
+            and type(self.emitter_chain) is int
+            and type(self.sequence) is int
+            and type(self.retries) is int
+            and type(self.rollbacks) is int
+            and min(self.target_chain, self.emitter_chain, self.sequence) >= 0
+            and min(self.retries, self.rollbacks) >= 0
+        ):
+            for name in ("target_chain", "emitter_chain", "sequence", "retries", "rollbacks"):
+                value = getattr(self, name)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise RequestFormatError(
+                        f"{name} must be a non-negative integer, got {value!r}"
+                    )
+        if type(self.vaa) is not bytes or not self.vaa:
             raise RequestFormatError("vaa must be non-empty bytes")
 
     @property
@@ -166,20 +180,35 @@ class RelayRequest:
 
     @classmethod
     def _from_state(cls, data: dict[str, Any], vaa: bytes) -> RelayRequest:
-        return cls(
-            digest=_field(data, "digest", str),
-            vaa=vaa,
-            target_chain=_field(data, "target_chain", int),
-            emitter_chain=_field(data, "emitter_chain", int),
-            sequence=_field(data, "sequence", int),
-            retries=_field(data, "retries", int),
-            next_attempt_at=float(_field(data, "next_attempt_at", (int, float))),
-            last_error=_optional(data, "last_error"),
-            enqueued_at=float(_field(data, "enqueued_at", (int, float))),
-            submission_id=_optional(data, "submission_id"),
-            submitted_by=_optional(data, "submitted_by"),
-            rollbacks=_field(data, "rollbacks", int),
-        )
+        try:
+            times = (data["next_attempt_at"], data["enqueued_at"])
+            texts = (data["last_error"], data["submission_id"], data["submitted_by"])
+            if type(times[0]) not in _NUMBER or type(times[1]) not in _NUMBER:
+                name = "next_attempt_at" if type(times[0]) not in _NUMBER else "enqueued_at"
+                raise RequestFormatError(f"field {name!r} has the wrong type: {data[name]!r:.80}")
+            for name, value in zip(
+                ("last_error", "submission_id", "submitted_by"), texts, strict=True
+            ):
+                if value is not None and type(value) is not str:
+                    raise RequestFormatError(
+                        f"field {name!r} must be a string or null: {value!r:.80}"
+                    )
+            return cls(
+                digest=data["digest"],
+                vaa=vaa,
+                target_chain=data["target_chain"],
+                emitter_chain=data["emitter_chain"],
+                sequence=data["sequence"],
+                retries=data["retries"],
+                next_attempt_at=float(times[0]),
+                last_error=texts[0],
+                enqueued_at=float(times[1]),
+                submission_id=texts[1],
+                submitted_by=texts[2],
+                rollbacks=data["rollbacks"],
+            )
+        except KeyError as missing:
+            raise RequestFormatError(f"stored request lacks field {missing}") from None
 
 
 def _object(text: str | bytes) -> dict[str, Any]:
@@ -203,13 +232,6 @@ def _field(data: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> An
     value = data[name]
     if not isinstance(value, kind) or isinstance(value, bool):
         raise RequestFormatError(f"field {name!r} has the wrong type: {value!r:.80}")
-    return value
-
-
-def _optional(data: dict[str, Any], name: str) -> str | None:
-    value = data.get(name)
-    if value is not None and not isinstance(value, str):
-        raise RequestFormatError(f"field {name!r} must be a string or null: {value!r:.80}")
     return value
 
 

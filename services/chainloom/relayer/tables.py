@@ -317,7 +317,13 @@ class RelayTables:
                     self.key("req"),
                     self.key("vaa"),
                 ],
-                args=[token, repr(moment), limit, f"W:{worker_id}", max(1, int(lease_ttl * 1000))],
+                args=[
+                    token,
+                    repr(moment),
+                    min(limit, MAX_PER_CALL),
+                    f"W:{worker_id}",
+                    max(1, int(lease_ttl * 1000)),
+                ],
             )
         except redis.ResponseError as exc:
             if "LEASE_LOST" in str(exc):
@@ -342,7 +348,7 @@ class RelayTables:
         moment = time.time() if now is None else now
         raw = self._scripts["due_pending"](
             keys=[self.key("pending", chain), self.key("req"), self.key("vaa")],
-            args=[repr(moment), limit, repr(moment + recheck_in)],
+            args=[repr(moment), min(limit, MAX_PER_CALL), repr(moment + recheck_in)],
         )
         return self._pairs(raw)
 

@@ -226,3 +226,17 @@ def test_prefixes_isolate_table_sets_and_keys_carry_the_version(client, batch):
     keys = {k.decode() for k in client.keys("*")}
     assert keys
     assert all(k.startswith(("{chainloom:relay:v1}:", "{chainloom:relay:v2}:")) for k in keys)
+
+
+def test_a_digest_named_twice_in_one_call_is_queued_and_moved_once(tables, batch):
+    first, again = tables.enqueue_many([batch[0], batch[0], batch[1]])[:2]
+    assert first.accepted
+    assert (again.accepted, again.table) == (False, Table.INCOMING)
+    tables.acquire_lease(W1, 2, "t", 10)
+    claimed = tables.claim(W1, 2, "t", limit=10, lease_ttl=10)
+    assert len(claimed) == 2
+    failed = Move(claimed[0], Table.IN_WORK, Table.FAILED, worker_id=W1, score=1.0)
+    requeued = Move(claimed[0], Table.IN_WORK, Table.INCOMING, worker_id=W1, score=1.0)
+    assert tables.apply([failed, requeued]) == [True, False]
+    assert tables.locate(claimed[0].digest) is Table.FAILED
+    assert tables.depths()[Table.INCOMING][2] == 0

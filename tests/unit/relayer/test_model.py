@@ -84,7 +84,9 @@ def test_empty_vaa_is_refused():
         (lambda d: d.pop("sequence"), "lacks field 'sequence'"),
         (lambda d: d.update(v=2), "format version 2"),
         (lambda d: d.update(vaa="not base64!"), "not base64"),
-        (lambda d: d.update(retries="3"), "field 'retries' has the wrong type"),
+        (lambda d: d.update(retries="3"), "retries must be a non-negative integer"),
+        (lambda d: d.update(enqueued_at="soon"), "field 'enqueued_at' has the wrong type"),
+        (lambda d: d.update(next_attempt_at=None), "wrong type"),
         (lambda d: d.update(last_error=5), "'last_error' must be a string"),
     ],
 )

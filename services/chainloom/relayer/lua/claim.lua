@@ -10,12 +10,24 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
+if #ids == 0 then
+  return {}
+end
+local scored, located = {}, {}
+for i, digest in ipairs(ids) do
+  scored[2 * i - 1] = ARGV[2]
+  scored[2 * i] = digest
+  located[2 * i - 1] = digest
+  located[2 * i] = ARGV[4]
+end
+redis.call('ZREM', KEYS[2], unpack(ids))
+redis.call('ZADD', KEYS[3], unpack(scored))
+redis.call('HSET', KEYS[4], unpack(located))
+local states = redis.call('HMGET', KEYS[5], unpack(ids))
+local vaas = redis.call('HMGET', KEYS[6], unpack(ids))
 local out = {}
-for _, digest in ipairs(ids) do
-  redis.call('ZREM', KEYS[2], digest)
-  redis.call('ZADD', KEYS[3], ARGV[2], digest)
-  redis.call('HSET', KEYS[4], digest, ARGV[4])
-  out[#out + 1] = redis.call('HGET', KEYS[5], digest)
-  out[#out + 1] = redis.call('HGET', KEYS[6], digest)
+for i = 1, #ids do
+  out[2 * i - 1] = states[i]
+  out[2 * i] = vaas[i]
 end
 return out
