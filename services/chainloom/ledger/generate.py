@@ -12,7 +12,8 @@ the vectors), the generator applies transactions itself, so every ledger it writ
 * a header with the right parent hash, total coins (fees burn), transaction tree root and
   state tree root (a SHAMap over the whole state), and its hash.
 
-The mix (weights in :data:`MIX`): XRP payments (some funding new accounts), offers created,
+The mix (weights in :data:`MIX`): XRP payments (some funding new accounts), issued-currency
+payments from gateways along trust lines, offers created,
 replaced (OfferCreate with OfferSequence) and cancelled, trust lines, NFT mint / sell offer /
 accept / cancel / burn, and account deletes. Each transaction keeps the rules the ETL and Clio
 rely on (directories hold their entries, owner counts follow, an NFT page holds its tokens, an
@@ -38,7 +39,8 @@ from chainloom.ledger.xrpl.binary import STObject
 from chainloom.ledger.xrpl.parse import native_drops
 
 MIX: dict[str, int] = {
-    "payment": 24,
+    "payment": 18,
+    "payment_issued": 6,
     "payment_new_account": 12,
     "offer_create": 16,
     "offer_replace": 14,
@@ -129,6 +131,17 @@ def issued(value: Decimal, currency: bytes, issuer: bytes) -> bytes:
     if value > 0:
         raw |= 0x4000000000000000
     return raw.to_bytes(8, "big") + currency + issuer
+
+
+def issued_value(amount: bytes) -> Decimal:
+    """The value of an issued-currency amount (the inverse of :func:`issued`)."""
+    raw = int.from_bytes(amount[:8], "big")
+    mantissa = raw & ((1 << 54) - 1)
+    if mantissa == 0:
+        return Decimal(0)
+    exponent = ((raw >> 54) & 0xFF) - 97
+    value = Decimal(mantissa).scaleb(exponent)
+    return value if raw & 0x4000000000000000 else -value
 
 
 def quality(pays: Decimal, gets: Decimal) -> int:
@@ -233,6 +246,7 @@ class WorkloadGenerator:
             currency_code(code): rich[i % len(rich)] for i, code in enumerate(_CURRENCIES)
         }
         self._offers: list[tuple[bytes, bytes, bytes]] = []  # (offer key, owner, book dir)
+        self._lines: list[tuple[bytes, bytes, bytes, bytes]] = []  # (key, holder, gateway, cur)
         self._tokens: dict[bytes, bytes] = {}  # token id -> owner
         self._nft_offers: list[_NftOffer] = []
         self._created_accounts: list[bytes] = []
@@ -659,6 +673,7 @@ class WorkloadGenerator:
             self._dir_add(view, holder_dir, line_key, {sf.OWNER: holder})
             self._dir_add(view, gateway_dir, line_key, {sf.OWNER: gateway})
             self._owner_count(root, 1)
+            self._lines.append((line_key, holder, gateway, currency))
             view.create(
                 line_key,
                 {
@@ -678,6 +693,36 @@ class WorkloadGenerator:
         tx = self._base_tx(sf.TRUST_SET, holder, used)
         tx[sf.LIMIT_AMOUNT] = issued(limit, currency, gateway)
         return tx, FEE, {}
+
+    def _tx_payment_issued(
+        self, view: _Transaction, sequence: int
+    ) -> tuple[STObject, int, STObject] | None:
+        """A gateway pays its currency to a holder along their trust line (the line's balance
+        moves; rippling through other holders is not modelled)."""
+        if not self._lines:
+            return None
+        line_key, holder, gateway, currency = self._rng.choice(self._lines)
+        gateway_root = view.require(keylets.account_root(gateway))
+        line = view.get(line_key)
+        if line is None or _balance(gateway_root) < MIN_BALANCE + FEE:
+            return None
+        holder_is_low = holder < gateway
+        limit_field = sf.LOW_LIMIT if holder_is_low else sf.HIGH_LIMIT
+        limit = issued_value(line[limit_field])  # type: ignore[arg-type]
+        held = issued_value(line[sf.BALANCE])  # type: ignore[arg-type]
+        held = held if holder_is_low else -held
+        room = limit - held
+        if room < 1:
+            return None
+        amount = Decimal(self._rng.randint(1, int(min(room, Decimal(500)))))
+        held += amount
+        line[sf.BALANCE] = issued(held if holder_is_low else -held, currency, _NO_ACCOUNT)
+        used = self._spend(gateway_root, FEE)
+        delivered = issued(amount, currency, gateway)
+        tx = self._base_tx(sf.PAYMENT, gateway, used)
+        tx[sf.DESTINATION] = holder
+        tx[sf.AMOUNT_FIELD] = delivered
+        return tx, FEE, {sf.DELIVERED_AMOUNT: delivered}
 
     def _page_add(
         self, view: _Transaction, owner_root: STObject, owner: bytes, token: STObject

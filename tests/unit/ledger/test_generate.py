@@ -12,7 +12,14 @@ from xrpl.core.binarycodec import decode
 
 from chainloom.ledger.errors import LedgerInputError
 from chainloom.ledger.etl import SourceLedger
-from chainloom.ledger.generate import WorkloadGenerator, issued, quality, vectors_ledger, xrp
+from chainloom.ledger.generate import (
+    WorkloadGenerator,
+    issued,
+    issued_value,
+    quality,
+    vectors_ledger,
+    xrp,
+)
 from chainloom.ledger.nft import nfts_from_transaction
 from chainloom.ledger.types import LedgerHeader
 from chainloom.ledger.xrpl import fields as sf
@@ -121,6 +128,10 @@ def test_the_mix_covers_every_kind_and_decodes_with_xrpl_py(
             kinds[tx.type_name] += 1
             if sf.OFFER_SEQUENCE in tx.fields and tx.type_name == "OfferCreate":
                 kinds["OfferCreate replacing an offer"] += 1
+            amount = tx.fields.get(sf.AMOUNT_FIELD)
+            if tx.type_name == "Payment" and isinstance(amount, bytes) and len(amount) == 48:
+                kinds["Payment of an issued currency"] += 1
+                assert decode(transaction.hex())["Amount"]["issuer"] == encode_account(tx.account)
             meta = parse_metadata(metadata)
             nfts_from_transaction(tx, meta, sequence)  # the NFT rules accept every NFT tx
             if position % 7 == 0:
@@ -136,6 +147,7 @@ def test_the_mix_covers_every_kind_and_decodes_with_xrpl_py(
         "Payment",
         "OfferCreate",
         "OfferCreate replacing an offer",
+        "Payment of an issued currency",
         "OfferCancel",
         "TrustSet",
         "NFTokenMint",
@@ -163,6 +175,9 @@ def test_amount_encodings_agree_with_xrpl_py() -> None:
     fields = decode("61" + encoded.hex())  # Amount field header + value
     assert fields["Amount"]["value"] == "12.5"
     assert fields["Amount"]["currency"] == "USD"
+    assert issued_value(encoded) == Decimal("12.5")
+    assert issued_value(issued(Decimal("-0.001"), usd, issuer)) == Decimal("-0.001")
+    assert issued_value(issued(Decimal(0), usd, issuer)) == 0
     assert decode("61" + xrp(1_000_000).hex())["Amount"] == "1000000"
     assert quality(Decimal(2), Decimal(1)) > quality(Decimal(1), Decimal(1))
     with pytest.raises(LedgerInputError, match="negative XRP"):
