@@ -316,6 +316,12 @@ class BackendInterface(abc.ABC):
             if successor is None:
                 reached_end = True
                 break
+            if successor <= position:
+                raise LedgerCorruptionError(
+                    f"successor list at ledger {walk_sequence} goes backward from "
+                    f"{position.hex().upper()} to {successor.hex().upper()}",
+                    sequence=walk_sequence,
+                )
             keys.append(successor)
             position = successor
         blobs = self.fetch_ledger_objects(keys, sequence)
@@ -351,6 +357,11 @@ class BackendInterface(abc.ABC):
             directory = self.fetch_successor_object(tip, sequence)
             if directory is None or directory.key >= book_end:
                 break
+            if directory.key <= tip:
+                raise LedgerCorruptionError(
+                    f"successor list at ledger {sequence} goes backward after {tip.hex().upper()}",
+                    sequence=sequence,
+                )
             tip = directory.key
             page_key, blob = directory.key, directory.blob
             while len(offer_keys) < limit:

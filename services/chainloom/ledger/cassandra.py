@@ -181,11 +181,13 @@ class _WriteQueue:
         self._failures: list[str] = []
         self.started = 0
         self.retried = 0
+        self.peak_in_flight = 0
 
     def submit(self, statement: Any, values: tuple[Any, ...]) -> None:
         self._slots.acquire()
         with self._idle:
             self._pending += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._pending)
         self.started += 1
         self._send(statement, values, 0)
 
@@ -306,8 +308,21 @@ class CassandraBackend(BackendInterface):
 
     @property
     def write_stats(self) -> dict[str, int]:
-        """Writes started and retried since the backend opened."""
-        return {"started": self._writes.started, "retried": self._writes.retried}
+        """Writes started and retried, and the most ever in flight, since the backend opened."""
+        return {
+            "started": self._writes.started,
+            "retried": self._writes.retried,
+            "peak_in_flight": self._writes.peak_in_flight,
+        }
+
+    @property
+    def consistency(self) -> str:
+        """The consistency level every statement runs at (``QUORUM`` unless configured)."""
+        from cassandra import ConsistencyLevel
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT
+
+        profile = self._cluster.profile_manager.profiles[EXEC_PROFILE_DEFAULT]
+        return str(ConsistencyLevel.value_to_name[profile.consistency_level])
 
     def _do_fetch_ledger_range(self) -> LedgerRange | None:
         rows = {row.is_latest: row.sequence for row in self._read("select_range")}

@@ -1,0 +1,130 @@
+"""The backend factory and configuration, and the pure helpers the interface shares."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from chainloom.ledger.backend import (
+    book_base,
+    directory_entries,
+    directory_page_key,
+    make_backend,
+    quality_next,
+)
+from chainloom.ledger.config import BackendConfig, CassandraConfig
+from chainloom.ledger.errors import LedgerConfigError, LedgerInputError
+from chainloom.ledger.sqlite import SqliteBackend
+from chainloom.ledger.types import LAST_KEY
+
+
+def test_unknown_database_type_is_a_clear_error(tmp_path):
+    with pytest.raises(LedgerConfigError, match=r"invalid database\.type 'postgres'"):
+        make_backend({"database": {"type": "postgres"}})
+    with pytest.raises(LedgerConfigError, match="cassandra, sqlite"):
+        make_backend(BackendConfig(type="mysql"))
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"type": "sqlite", "sqlit": {}}, "database.sqlit"),
+        ({"type": "cassandra", "cassandra": {"replication": 3}}, "database.cassandra.replication"),
+        ({"type": "cassandra", "cassandra": {"consistency": "MOST"}}, "consistency 'MOST'"),
+        ({"type": "cassandra", "cassandra": {"port": "9042"}}, "database.cassandra.port"),
+        ({"type": "cassandra", "cassandra": {"port": True}}, "database.cassandra.port"),
+        ({"type": "cassandra", "cassandra": {"hosts": [1]}}, "database.cassandra.hosts"),
+        ({"type": "cassandra", "cassandra": {"keyspace": "a-b"}}, "keyspace 'a-b'"),
+        ({"type": "cassandra", "cassandra": {"max_concurrent_writes": 0}}, "max_concurrent"),
+        ({"type": 3}, "database.type must be a string"),
+        ({"database": {"type": "sqlite"}, "other": 1}, "'other'"),
+    ],
+)
+def test_bad_configuration_names_the_key(raw, message):
+    with pytest.raises(LedgerConfigError, match=message):
+        BackendConfig.from_mapping(raw)
+
+
+def test_configuration_defaults_and_parsing():
+    config = BackendConfig.from_mapping(
+        {
+            "database": {
+                "type": "Cassandra",
+                "cassandra": {"hosts": "db1", "port": 9043, "request_timeout": 5},
+            },
+            "read_only": True,
+        }
+    )
+    assert config.type == "cassandra"
+    assert config.read_only is True
+    assert config.cassandra == CassandraConfig(hosts=("db1",), port=9043, request_timeout=5.0)
+    assert config.cassandra.consistency == "QUORUM"
+    assert BackendConfig().type == "sqlite"
+
+
+def test_factory_builds_sqlite_from_a_mapping(tmp_path):
+    path = tmp_path / "ledger.sqlite3"
+    backend = make_backend({"database": {"type": "sqlite", "sqlite": {"path": str(path)}}})
+    try:
+        assert isinstance(backend, SqliteBackend)
+        assert backend.fetch_ledger_range() is None
+        assert path.exists()
+    finally:
+        backend.close()
+
+
+def test_book_helpers():
+    directory = bytes(range(24)) + (0x4F0415EB4EA0C727).to_bytes(8, "big")
+    base = book_base(directory)
+    assert base == bytes(range(24)) + bytes(8)
+    assert quality_next(base) == bytes(range(23)) + bytes([24]) + bytes(8)
+    assert quality_next(LAST_KEY[:24] + bytes(8)) == LAST_KEY
+    assert directory_page_key(directory, 0) == directory
+    assert directory_page_key(directory, 1) != directory_page_key(directory, 2)
+
+
+def test_directory_entries_match_decoded_directories(xrpl_vectors):
+    checked = 0
+    for vector in xrpl_vectors:
+        decoded = vector["expected"].get("decoded", {})
+        if vector["kind"] != "ledger_object" or decoded.get("LedgerEntryType") != "DirectoryNode":
+            continue
+        indexes, index_next = directory_entries(bytes.fromhex(vector["hex"]))
+        assert [i.hex().upper() for i in indexes] == decoded["Indexes"]
+        assert index_next == int(decoded.get("IndexNext", "0"), 16)
+        checked += 1
+    assert checked >= 60
+
+
+def test_directory_entries_refuse_truncated_blobs(xrpl_vectors):
+    vector = next(
+        v
+        for v in xrpl_vectors
+        if v["kind"] == "ledger_object"
+        and v["expected"].get("decoded", {}).get("LedgerEntryType") == "DirectoryNode"
+    )
+    blob = bytes.fromhex(vector["hex"])
+    with pytest.raises(LedgerInputError, match="truncated"):
+        directory_entries(blob[:-5], b"\x01" * 32)
+
+
+def test_a_successor_cycle_is_reported_not_walked_forever(tmp_path):
+    from chainloom.ledger.errors import LedgerCorruptionError
+    from chainloom.ledger.types import FIRST_KEY, LedgerHeader
+
+    backend = make_backend({"type": "sqlite", "sqlite": {"path": str(tmp_path / "c.db")}})
+    try:
+        header = LedgerHeader(1, 0, bytes(32), bytes(32), bytes(32), 0, 0, 10, 0, b"")
+        header = dataclasses.replace(header, hash=header.compute_hash())
+        backend.write_ledger(header, header.serialize())
+        low, high = b"\x01" * 32, b"\x02" * 32
+        for row_key, next_key in ((FIRST_KEY, low), (low, high), (high, low)):
+            backend.write_successor(row_key, 1, next_key)
+        backend.write_ledger_object(low, 1, b"a")
+        backend.write_ledger_object(high, 1, b"b")
+        assert backend.finish_writes(1)
+        with pytest.raises(LedgerCorruptionError, match="goes backward"):
+            backend.fetch_ledger_page(None, 1, 10)
+    finally:
+        backend.close()
