@@ -219,38 +219,79 @@ class LedgerEtl:
             prepared = self._prepare_initial(self._source.fetch_full(first))
             if not self._commit(prepared):
                 return self._conflict(summary, first, started)
+            self._previous = prepared.header
             self._count(summary, prepared, started)
         else:
             summary.resumed_from = stored.max_sequence
             self._resume(stored.max_sequence)
+        return self._follow(summary, started, stop=stop, follow=follow, poll=poll_interval)
+
+    def _follow(
+        self,
+        summary: RunSummary,
+        started: float,
+        *,
+        stop: int | None,
+        follow: bool,
+        poll: float,
+    ) -> RunSummary:
+        """Load ledger after ledger. Pipelined like Clio's extractor/transformer/loader: ledger
+        n's rows are in flight while n + 1 is fetched and checked; n + 1 is written only after
+        n is committed."""
         assert self._previous is not None
-        while True:
-            sequence = self._previous.sequence + 1
-            if stop is not None and sequence > stop:
-                summary.stopped_because = "reached stop"
-                break
-            ledger = self._source.fetch_diff(sequence)
-            if ledger is None:
-                if (
-                    sequence == summary.resumed_from_next
-                    and self._source.first_sequence() > sequence
-                ):
-                    raise LedgerIntegrityError(
-                        f"ledger {sequence}: the store ends at ledger {sequence - 1} but the "
-                        f"source starts at {self._source.first_sequence()}; ledgers in between "
-                        "are missing",
-                        sequence=sequence,
-                    )
-                if not follow:
+        pending: _PreparedLedger | None = None
+        try:
+            while True:
+                sequence = self._previous.sequence + 1
+                if stop is not None and sequence > stop:
+                    summary.stopped_because = "reached stop"
                     break
-                time.sleep(poll_interval)
-                continue
-            prepared = self._prepare_next(ledger, sequence)
-            if not self._commit(prepared):
-                return self._conflict(summary, sequence, started)
-            self._count(summary, prepared, started)
+                ledger = self._source.fetch_diff(sequence)
+                if ledger is None:
+                    done, pending = pending, None
+                    if not self._settle(summary, done, started):
+                        return summary
+                    self._check_gap(summary, sequence)
+                    if not follow:
+                        break
+                    time.sleep(poll)
+                    continue
+                prepared = self._prepare_next(ledger, sequence)
+                done, pending = pending, None
+                if not self._settle(summary, done, started):
+                    return summary
+                self._write(prepared)
+                pending = prepared
+                self._previous = prepared.header
+        except LedgerError:
+            # Refused input (or a failure) for ledger n + 1: ledger n is still good.
+            done, pending = pending, None
+            self._settle(summary, done, started)
+            self._forget()
+            raise
+        if not self._settle(summary, pending, started):
+            return summary
         summary.seconds = time.monotonic() - started
         return summary
+
+    def _settle(self, summary: RunSummary, pending: _PreparedLedger | None, started: float) -> bool:
+        """Commit a written ledger and count it; False (summary says why) on a conflict."""
+        if pending is None:
+            return True
+        if not self._finish(pending):
+            self._conflict(summary, pending.header.sequence, started)
+            return False
+        self._count(summary, pending, started)
+        return True
+
+    def _check_gap(self, summary: RunSummary, sequence: int) -> None:
+        """A resumed run whose source starts after the store's end can never continue."""
+        if sequence == summary.resumed_from_next and self._source.first_sequence() > sequence:
+            raise LedgerIntegrityError(
+                f"ledger {sequence}: the store ends at ledger {sequence - 1} but the source "
+                f"starts at {self._source.first_sequence()}; ledgers in between are missing",
+                sequence=sequence,
+            )
 
     def _count(self, summary: RunSummary, prepared: _PreparedLedger, started: float) -> None:
         sequence = prepared.header.sequence
@@ -282,8 +323,7 @@ class LedgerEtl:
             f"while this one wrote ledger {sequence}"
         )
         summary.seconds = time.monotonic() - started
-        self._tracker = None
-        self._leaves = None
+        self._forget()
         return summary
 
     def _resume(self, max_sequence: int) -> None:
@@ -449,7 +489,12 @@ class LedgerEtl:
     # ------------------------------------------------------------------ writing
 
     def _commit(self, prepared: _PreparedLedger) -> bool:
-        """Write every row in Clio's order, then move the range; False on a write conflict."""
+        """Write every row, then move the range; False on a write conflict."""
+        self._write(prepared)
+        return self._finish(prepared)
+
+    def _write(self, prepared: _PreparedLedger) -> None:
+        """Issue every row of a ledger in Clio's order (a backend may still be sending them)."""
         backend = self._backend
         header = prepared.header
         sequence = header.sequence
@@ -470,15 +515,22 @@ class LedgerEtl:
                 backend.write_nfts(prepared.nfts)
             if prepared.nft_transactions:
                 backend.write_nft_transactions(prepared.nft_transactions)
-            committed = backend.finish_writes(sequence)
         except BaseException:
-            # The tracker already holds this ledger's keys: rebuild it from the store on retry.
-            self._tracker = None
-            self._leaves = None
+            self._forget()
             raise
-        if committed:
-            self._previous = header
-        return committed
+
+    def _finish(self, prepared: _PreparedLedger) -> bool:
+        """Wait for the ledger's writes and move the range; False on a write conflict."""
+        try:
+            return self._backend.finish_writes(prepared.header.sequence)
+        except BaseException:
+            self._forget()
+            raise
+
+    def _forget(self) -> None:
+        """The in-memory key set may be ahead of the store: rebuild it on the next run."""
+        self._tracker = None
+        self._leaves = None
 
 
 def _parse_header(blob: bytes) -> LedgerHeader:

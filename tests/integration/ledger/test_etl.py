@@ -408,3 +408,24 @@ def test_follow_picks_up_ledgers_appended_to_the_dump(dump: Dump, tmp_path: Path
     finally:
         thread.join(timeout=30)
         backend.close()
+
+
+def test_a_bad_ledger_after_a_good_one_commits_the_good_one_first(
+    dump: Dump, tmp_path: Path
+) -> None:
+    bad, _ = _broken(dump, "delete-missing")
+    records = {s: r for s, r in dump.records.items() if s <= FIRST + 2}
+    records[FIRST + 3] = bad
+    backend = make_backend({"type": "sqlite", "sqlite": {"path": str(tmp_path / "p.db")}})
+    reports: list[Progress] = []
+    try:
+        with pytest.raises(LedgerIntegrityError, match="ledger 38132"):
+            LedgerEtl(backend, ListSource(records, FIRST), on_progress=reports.append).run()
+        # Ledger 38131 was in flight when 38132 was refused: it is committed, 38132 is not.
+        assert [r.sequence for r in reports] == [FIRST, FIRST + 1, FIRST + 2]
+        range_ = backend.hard_fetch_ledger_range()
+        assert range_ is not None
+        assert range_.max_sequence == FIRST + 2
+        assert {o.key: o.blob for o in walk(backend, FIRST + 2, 500)} == dump.states[FIRST + 2]
+    finally:
+        backend.close()
