@@ -169,13 +169,35 @@ _QUERY_TEMPLATES = {
 """Statement texts; ``{t}`` becomes ``keyspace.prefix``."""
 
 
-class _WriteQueue:
-    """Bounded in-flight asynchronous writes with retries, and a barrier to wait for them all."""
+BATCH_BYTES = 24 * 1024
+"""Payload bytes per batch at most, well under Cassandra's 50 KiB ``batch_size_fail_threshold``."""
 
-    def __init__(self, session: Any, bound: int, retries: int) -> None:
+
+def _payload_size(values: tuple[Any, ...]) -> int:
+    return sum(len(v) if isinstance(v, bytes) else 16 for v in values)
+
+
+class _WriteQueue:
+    """Bounded in-flight asynchronous writes with retries, and a barrier to wait for them all.
+
+    Statements are grouped into UNLOGGED batches of up to ``batch_size`` statements and
+    :data:`BATCH_BYTES` bytes: the driver's per-request cost in Python, not Cassandra, is the
+    limit of a single writer, and a batch pays it once for many rows. Atomicity is not needed
+    from the batch (the range fence provides it), and every statement is an idempotent insert,
+    so a timed-out batch is simply sent again.
+    """
+
+    def __init__(
+        self, session: Any, bound: int, retries: int, batch_size: int, consistency: int
+    ) -> None:
         self._session = session
         self._slots = threading.BoundedSemaphore(bound)
         self._retries = retries
+        self._batch_size = batch_size
+        self._consistency = consistency
+        self._buffer: list[tuple[Any, tuple[Any, ...]]] = []
+        self._buffer_bytes = 0
+        self._buffer_lock = threading.Lock()
         self._pending = 0
         self._idle = threading.Condition()
         self._failures: list[str] = []
@@ -184,29 +206,65 @@ class _WriteQueue:
         self.peak_in_flight = 0
 
     def submit(self, statement: Any, values: tuple[Any, ...]) -> None:
+        size = _payload_size(values)
+        batches = []
+        with self._buffer_lock:
+            if self._buffer and self._buffer_bytes + size > BATCH_BYTES:
+                batches.append(self._take())
+            self._buffer.append((statement, values))
+            self._buffer_bytes += size
+            if len(self._buffer) >= self._batch_size or self._buffer_bytes >= BATCH_BYTES:
+                batches.append(self._take())
+        for items in batches:
+            self._send_new(items)
+
+    def flush(self) -> None:
+        """Send whatever is buffered."""
+        with self._buffer_lock:
+            items = self._take()
+        if items:
+            self._send_new(items)
+
+    def _take(self) -> list[tuple[Any, tuple[Any, ...]]]:
+        items, self._buffer, self._buffer_bytes = self._buffer, [], 0
+        return items
+
+    def _send_new(self, items: list[tuple[Any, tuple[Any, ...]]]) -> None:
         self._slots.acquire()
         with self._idle:
             self._pending += 1
             self.peak_in_flight = max(self.peak_in_flight, self._pending)
-        self.started += 1
-        self._send(statement, values, 0)
+            self.started += len(items)
+        if len(items) == 1:
+            request: Any = items[0]
+        else:
+            from cassandra.query import BatchStatement, BatchType
 
-    def _send(self, statement: Any, values: tuple[Any, ...], attempt: int) -> None:
+            batch = BatchStatement(
+                batch_type=BatchType.UNLOGGED, consistency_level=self._consistency
+            )
+            for statement, values in items:
+                batch.add(statement, values)
+            batch.is_idempotent = True
+            request = (batch, None)
+        self._send(request, len(items), 0)
+
+    def _send(self, request: tuple[Any, Any], count: int, attempt: int) -> None:
         try:
-            future = self._session.execute_async(statement, values)
+            future = self._session.execute_async(*request)
         except Exception as error:  # the driver refused before sending
-            self._failed(error, statement, values, attempt)
+            self._failed(error, request, count, attempt)
             return
         future.add_callbacks(
             callback=self._done,
             errback=self._failed,
-            errback_args=(statement, values, attempt),
+            errback_args=(request, count, attempt),
         )
 
     def _done(self, _rows: Any) -> None:
         self._finish()
 
-    def _failed(self, error: Any, statement: Any, values: tuple[Any, ...], attempt: int) -> None:
+    def _failed(self, error: Any, request: tuple[Any, Any], count: int, attempt: int) -> None:
         from cassandra import OperationTimedOut, Unavailable, WriteTimeout
         from cassandra.cluster import NoHostAvailable
 
@@ -215,12 +273,17 @@ class _WriteQueue:
         if transient and attempt < self._retries:
             self.retried += 1
             delay = min(0.001 * 2**attempt, 1.0)
-            timer = threading.Timer(delay, self._send, (statement, values, attempt + 1))
+            timer = threading.Timer(delay, self._send, (request, count, attempt + 1))
             timer.daemon = True
             timer.start()
             return
+        statement = request[0]
+        if hasattr(statement, "query_string"):
+            what = statement.query_string.split("(")[0].strip()
+        else:
+            what = f"a batch of {count} writes"
         with self._idle:
-            self._failures.append(f"{statement.query_string.split('(')[0].strip()}: {error}")
+            self._failures.append(f"{what}: {error}")
         self._finish()
 
     def _finish(self) -> None:
@@ -231,7 +294,8 @@ class _WriteQueue:
         self._slots.release()
 
     def drain(self) -> list[str]:
-        """Wait until nothing is in flight; return (and forget) the writes that failed."""
+        """Send the buffer, wait until nothing is in flight; return (and forget) failures."""
+        self.flush()
         with self._idle:
             while self._pending:
                 self._idle.wait()
@@ -283,7 +347,11 @@ class CassandraBackend(BackendInterface):
         for statement in self._statements.values():
             statement.is_idempotent = True
         self._writes = _WriteQueue(
-            self._session, config.max_concurrent_writes, config.write_retries
+            self._session,
+            config.max_concurrent_writes,
+            config.write_retries,
+            config.write_batch_size,
+            consistency,
         )
 
     # ------------------------------------------------------------------ plumbing
