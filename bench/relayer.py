@@ -34,7 +34,7 @@ import redis
 
 from chainloom.relayer.adapters import InProcessAdapter
 from chainloom.relayer.model import RelayRequest, RetryPolicy
-from chainloom.relayer.tables import RelayTables
+from chainloom.relayer.tables import MAX_PER_CALL, RelayTables
 from chainloom.relayer.wallet import Wallet
 from chainloom.relayer.worker import Worker, WorkerSettings
 from chainloom.wormhole import DevGuardians
@@ -98,8 +98,7 @@ def lifecycle(
     worker = Worker(tables, chain, Wallet(BENCH_KEY), settings)
     worker.start()
     start = time.perf_counter()
-    for first in range(0, len(requests), batch):
-        tables.enqueue_many(requests[first : first + batch])
+    tables.enqueue_many(requests)
     while worker.counters.confirmed < len(requests):
         if worker.step() == 0:
             raise RuntimeError(f"worker went idle early: {worker.counters}")
@@ -130,8 +129,8 @@ def ceiling(client: redis.Redis, prefix: str, requests: list[RelayRequest], batc
     base = [key("req"), key("loc"), key("chains"), key("vaa")]
     per_request = [key("completed", 2), key("incoming", 2)]
     enqueue_calls = []
-    for first in range(0, len(requests), batch):
-        chunk = requests[first : first + batch]
+    for first in range(0, len(requests), MAX_PER_CALL):
+        chunk = requests[first : first + MAX_PER_CALL]
         args: list[Any] = []
         for r in chunk:
             args += [r.digest, r.state_json(), "1.0", 2, r.vaa]

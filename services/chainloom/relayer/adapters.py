@@ -23,6 +23,7 @@ prove the relayer never even tried to submit twice.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import threading
 import time
@@ -129,6 +130,8 @@ class InProcessAdapter:
         self._fail_always: dict[str, str] = {}
         self._stall_seconds = 0.0
         self._hold = False
+        self._id_prefix = uuid.uuid4().hex[:16]
+        self._ids = itertools.count(1)
 
     # commands ---------------------------------------------------------------------------
     def fail_next(self, count: int = 1, reason: str = "injected failure") -> None:
@@ -191,7 +194,7 @@ class InProcessAdapter:
                 self.duplicate_attempts += 1
                 raise SubmitError(f"transfer {digest} is already redeemed")
             submission = Submission(
-                submission_id="0x" + uuid.uuid4().hex,
+                submission_id=f"0x{self._id_prefix}{next(self._ids):016x}",
                 digest=digest,
                 wallet=wallet.address,
                 submitted_at=time.time(),

@@ -311,7 +311,21 @@ def after_rollback(request: RelayRequest, *, now: float) -> RelayRequest:
 
 def after_submission(request: RelayRequest, submission_id: str, worker_id: str) -> RelayRequest:
     """A successful submission: the request as stored in Pending Confirmation."""
-    return replace(request, submission_id=submission_id, submitted_by=worker_id)
+    # Spelled out instead of dataclasses.replace: this runs once per relayed request.
+    return RelayRequest(
+        request.digest,
+        request.vaa,
+        request.target_chain,
+        request.emitter_chain,
+        request.sequence,
+        request.retries,
+        request.next_attempt_at,
+        request.last_error,
+        request.enqueued_at,
+        submission_id,
+        worker_id,
+        request.rollbacks,
+    )
 
 
 def for_retry_from_failed(request: RelayRequest, *, now: float) -> RelayRequest:

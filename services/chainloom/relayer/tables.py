@@ -176,8 +176,9 @@ class RelayTables:
         return self.enqueue_many([request])[0]
 
     def enqueue_many(self, requests: Sequence[RelayRequest]) -> list[EnqueueResult]:
-        """:meth:`enqueue` for many requests in one script call (each decided on its own)."""
-        results: list[EnqueueResult] = []
+        """:meth:`enqueue` for many requests: one script call per 1,000 requests (each request
+        decided on its own), all calls in one pipeline."""
+        pipe = self.client.pipeline(transaction=False)
         for first in range(0, len(requests), MAX_PER_CALL):
             keys = [self.key("req"), self.key("loc"), self.key("chains"), self.key("vaa")]
             args: list[Any] = []
@@ -191,9 +192,8 @@ class RelayTables:
                     chain,
                     request.vaa,
                 ]
-            raw = self._scripts["enqueue"](keys=keys, args=args)
-            results += [self._enqueue_result(code) for code in raw]
-        return results
+            self._scripts["enqueue"](keys=keys, args=args, client=pipe)
+        return [self._enqueue_result(code) for raw in pipe.execute() for code in raw]
 
     def locate(self, digest: str) -> Table | None:
         """Where the request with ``digest`` is, COMPLETED if only in the log, None if unknown."""
