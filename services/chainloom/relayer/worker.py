@@ -29,6 +29,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import redis
+
 from chainloom.relayer.adapters import ChainAdapter
 from chainloom.relayer.errors import LeaseLostError, UnknownSubmissionError
 from chainloom.relayer.model import (
@@ -129,6 +131,7 @@ class Worker:
         self._token = uuid.uuid4().hex
         self._rng = random.Random(self.settings.seed)  # noqa: S311  (jitter, not crypto)
         self._stop = threading.Event()
+        self._beat_stop = threading.Event()
         self._lease_lost = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._holding = False
@@ -158,15 +161,16 @@ class Worker:
             time.sleep(poll)
         self._holding = True
         self._lease_lost.clear()
+        self._beat_stop = threading.Event()
         self._heartbeat = threading.Thread(
-            target=self._beat, name=f"lease-{self.worker_id}", daemon=True
+            target=self._beat, args=(self._beat_stop,), name=f"lease-{self.worker_id}", daemon=True
         )
         self._heartbeat.start()
         logger.info("worker %s: started", self.worker_id)
 
-    def _beat(self) -> None:
+    def _beat(self, stop: threading.Event) -> None:
         interval = self.settings.lease_ttl / 3
-        while not self._stop.wait(interval):
+        while not stop.wait(interval):
             try:
                 renewed = self.tables.renew_lease(
                     self.worker_id, self.chain_id, self._token, self.settings.lease_ttl
@@ -186,20 +190,79 @@ class Worker:
     def close(self) -> None:
         """Stop heartbeats and release the lease (In-Work is empty after a finished step)."""
         self._stop.set()
+        self._stop_heartbeat()
+        if self._holding:
+            self._holding = False
+            try:
+                self.tables.release_lease(self.worker_id, self.chain_id, self._token)
+            except redis.RedisError as exc:  # the lease then simply expires
+                logger.warning("worker %s: could not release its lease: %s", self.worker_id, exc)
+
+    def _stop_heartbeat(self) -> None:
+        self._beat_stop.set()
         if self._heartbeat is not None:
             self._heartbeat.join()
             self._heartbeat = None
-        if self._holding:
-            self.tables.release_lease(self.worker_id, self.chain_id, self._token)
-            self._holding = False
+
+    def _start_when_possible(self) -> bool:
+        """:meth:`start`, retrying while Redis is unreachable; False when stopped meanwhile."""
+        delay = 0.1
+        while not self._stop.is_set():
+            try:
+                self.start()
+            except redis.RedisError as exc:
+                logger.warning(
+                    "worker %s: Redis unreachable at start (%s); retrying in %.1f s",
+                    self.worker_id,
+                    exc,
+                    delay,
+                )
+                self._stop.wait(delay)
+                delay = min(delay * 2, 5.0)
+            except LeaseLostError:
+                if self._stop.is_set():
+                    return False
+                raise
+            else:
+                return True
+        return False
 
     def run(self) -> WorkerCounters:
-        """Start, then step until stopped (or idle for ``stop_when_idle``); then close."""
-        self.start()
+        """Start, then step until stopped (or idle for ``stop_when_idle``); then close.
+
+        A Redis outage does not end the worker: it backs off and resumes (its own In-Work
+        first). A lost lease (e.g. the worker was paused longer than the TTL and the reaper
+        returned its In-Work) makes it stop submitting, take a new lease and carry on.
+        """
+        if not self._start_when_possible():
+            return self.counters
         idle_since = time.monotonic()
+        delay = 0.0
         try:
             while not self._stop.is_set():
-                done = self.step()
+                try:
+                    done = self.step()
+                except LeaseLostError:
+                    logger.error("worker %s: lease lost; taking a new one", self.worker_id)
+                    self._stop_heartbeat()
+                    self._holding = False
+                    self._token = uuid.uuid4().hex
+                    self._recover = True
+                    if not self._start_when_possible():
+                        break
+                    continue
+                except redis.RedisError as exc:
+                    delay = min(max(delay * 2, 0.1), 5.0)
+                    logger.warning(
+                        "worker %s: Redis error (%s); retrying in %.1f s",
+                        self.worker_id,
+                        exc,
+                        delay,
+                    )
+                    self._recover = True
+                    self._stop.wait(delay)
+                    continue
+                delay = 0.0
                 if done:
                     idle_since = time.monotonic()
                     continue

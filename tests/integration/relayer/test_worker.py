@@ -292,3 +292,60 @@ def test_wallet_keys_never_reach_redis_or_logs(
             assert form not in blob  # ...never the key, in any form
         assert key_hex not in caplog.text.lower()
     assert wallet_a.address in caplog.text
+
+
+def run_in_thread(worker: Worker):
+    import threading
+
+    outcome: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            outcome["counters"] = worker.run()
+        except Exception as exc:  # surfaced by the assertions below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, outcome
+
+
+def wait_for(condition, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+def test_a_worker_that_loses_its_lease_stops_submitting_and_takes_a_new_one(
+    tables, wallet_a, transfers, caplog
+):
+    caplog.set_level(logging.INFO)
+    chain = InProcessAdapter(2)
+    worker = Worker(tables, chain, wallet_a, WorkerSettings(lease_ttl=0.6, idle_sleep=0.01))
+    thread, outcome = run_in_thread(worker)
+    lease = tables.key("lease", worker.worker_id)
+    wait_for(lambda: tables.client.exists(lease))
+    first_token = tables.client.get(lease)
+    tables.client.delete(lease)  # as if the worker had been paused past its TTL
+    wait_for(lambda: (tables.client.get(lease) or first_token) != first_token)
+    tables.enqueue_many(transfers[:5])
+    wait_for(lambda: worker.counters.confirmed == 5)
+    worker.stop()
+    thread.join(timeout=10)
+    assert "error" not in outcome
+    assert "lease lost" in caplog.text
+    assert len(chain.submissions) == 5
+    assert chain.duplicate_attempts == 0
+
+
+def test_a_worker_rides_out_an_unreachable_redis(wallet_a, caplog):
+    caplog.set_level(logging.WARNING)
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    worker = Worker(RelayTables(dead), InProcessAdapter(2), wallet_a, WorkerSettings())
+    thread, outcome = run_in_thread(worker)
+    wait_for(lambda: "Redis unreachable at start" in caplog.text)
+    worker.stop()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert "error" not in outcome
