@@ -128,3 +128,28 @@ def test_a_successor_cycle_is_reported_not_walked_forever(tmp_path):
             backend.fetch_ledger_page(None, 1, 10)
     finally:
         backend.close()
+
+
+def test_read_only_sqlite_reads_but_refuses_writes(tmp_path):
+    from chainloom.ledger.errors import BackendError
+
+    path = tmp_path / "ro.db"
+    make_backend({"type": "sqlite", "sqlite": {"path": str(path)}}).close()
+    reader = make_backend(
+        {"database": {"type": "sqlite", "sqlite": {"path": str(path)}}, "read_only": True}
+    )
+    try:
+        assert reader.fetch_ledger_range() is None
+        with pytest.raises(BackendError, match="opened read-only"):
+            reader.write_ledger_object(b"\x01" * 32, 1, b"x")
+    finally:
+        reader.close()
+    with pytest.raises(BackendError, match="cannot open the SQLite ledger database"):
+        make_backend(
+            {"type": "sqlite", "sqlite": {"path": str(tmp_path / "none.db")}, "read_only": True}
+        )
+
+
+def test_write_batch_size_must_be_positive():
+    with pytest.raises(LedgerConfigError, match="write_batch_size"):
+        BackendConfig.from_mapping({"type": "cassandra", "cassandra": {"write_batch_size": 0}})
