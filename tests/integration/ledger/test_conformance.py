@@ -769,3 +769,38 @@ def test_ledger_38129_state_loads_and_walks_in_key_order(backend: BackendInterfa
         assert set(indexes) <= {o.key.hex().upper() for o in offers}
         for offer in offers:
             assert offer.blob == state[offer.key]
+
+
+def test_a_concurrent_reader_never_sees_a_ledger_half_written(store: Store):
+    """Every ledger rewrites all objects; a reader at the range's max must see only that
+    ledger's versions, however the writer's rows interleave with the reader's polls."""
+    writer, reader = store.open(), store.open()
+    keys = [key(n) for n in range(120)]
+    tracker = SuccessorTracker()
+    assert write_ledger(writer, tracker, 200, dict.fromkeys(keys, b"v200"), initial=True)
+    last = 212
+    problems: list[str] = []
+    checked: set[int] = set()
+
+    def read_until_done() -> None:
+        while True:
+            current = reader.hard_fetch_ledger_range()
+            assert current is not None
+            sequence = current.max_sequence
+            blobs = reader.fetch_ledger_objects(keys, sequence)
+            wrong = {blob for blob in blobs if blob != b"v%d" % sequence}
+            if wrong:
+                problems.append(f"at {sequence} saw {sorted(wrong)[:3]}")
+            checked.add(sequence)
+            if sequence == last:
+                return
+
+    thread = threading.Thread(target=read_until_done)
+    thread.start()
+    for sequence in range(201, last + 1):
+        assert write_ledger(writer, tracker, sequence, dict.fromkeys(keys, b"v%d" % sequence))
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert problems == []
+    assert last in checked
+    assert len(checked) >= 2
