@@ -49,12 +49,13 @@ from chainloom.ledger.types import (
 from chainloom.ledger.xrpl import hashing
 from chainloom.ledger.xrpl.errors import XrplBinaryError
 from chainloom.ledger.xrpl.parse import (
+    NFT_TRANSACTION_TYPES,
     ParsedMetadata,
-    ParsedTransaction,
     book_base,
     is_book_directory,
     parse_metadata,
     parse_transaction,
+    transaction_type,
 )
 
 PAGE_SIZE = 2048
@@ -162,8 +163,8 @@ class _PreparedLedger:
     """``(key, next)`` successor rows for this sequence."""
     objects: tuple[LedgerObject, ...]
     """Object versions to write (full state or diff)."""
-    transactions: list[tuple[ParsedTransaction, bytes, bytes, ParsedMetadata]]
-    """Each transaction parsed, with its blobs and parsed metadata."""
+    transactions: list[tuple[bytes, bytes, bytes, ParsedMetadata]]
+    """Each transaction's hash, blob, metadata blob and parsed metadata."""
     account_transactions: list[AccountTransactionsData]
     """``account_tx`` rows."""
     nfts: list[NFTsData]
@@ -505,9 +506,9 @@ class LedgerEtl:
                 backend.write_successor(key, sequence, next_key)
             for obj in prepared.objects:
                 backend.write_ledger_object(obj.key, sequence, obj.blob)
-            for parsed, transaction, metadata, _ in prepared.transactions:
+            for tx_hash, transaction, metadata, _ in prepared.transactions:
                 backend.write_transaction(
-                    parsed.hash, sequence, header.close_time, transaction, metadata
+                    tx_hash, sequence, header.close_time, transaction, metadata
                 )
             if prepared.account_transactions:
                 backend.write_account_transactions(prepared.account_transactions)
@@ -544,7 +545,7 @@ def _parse_header(blob: bytes) -> LedgerHeader:
 def _check_transactions(
     header: LedgerHeader, ledger: SourceLedger
 ) -> tuple[
-    list[tuple[ParsedTransaction, bytes, bytes, ParsedMetadata]],
+    list[tuple[bytes, bytes, bytes, ParsedMetadata]],
     list[AccountTransactionsData],
     list[TransactionNFTs],
 ]:
@@ -556,15 +557,23 @@ def _check_transactions(
             f"says {header.transaction_hash.hex().upper()}",
             sequence=sequence,
         )
-    parsed: list[tuple[ParsedTransaction, bytes, bytes, ParsedMetadata]] = []
+    parsed: list[tuple[bytes, bytes, bytes, ParsedMetadata]] = []
     account_rows: list[AccountTransactionsData] = []
     nft_rows: list[TransactionNFTs] = []
     seen_indexes: set[int] = set()
     for position, (transaction, metadata) in enumerate(ledger.transactions):
         try:
-            tx = parse_transaction(transaction)
-            meta = parse_metadata(metadata)
-            nfts = nfts_from_transaction(tx, meta, sequence)
+            # The transaction tree check above already ties every blob to the header; only the
+            # NFT rules need a transaction's fields, so only NFT transactions are decoded.
+            if transaction_type(transaction) in NFT_TRANSACTION_TYPES:
+                tx = parse_transaction(transaction)
+                tx_hash = tx.hash
+                meta = parse_metadata(metadata)
+                nfts = nfts_from_transaction(tx, meta, sequence)
+            else:
+                tx_hash = hashing.transaction_id(transaction)
+                meta = parse_metadata(metadata)
+                nfts = None
         except XrplBinaryError as refused:
             raise LedgerIntegrityError(
                 f"ledger {sequence}: transaction #{position} does not parse: {refused}",
@@ -581,13 +590,13 @@ def _check_transactions(
                 sequence=sequence,
             )
         seen_indexes.add(meta.transaction_index)
-        parsed.append((tx, transaction, metadata, meta))
+        parsed.append((tx_hash, transaction, metadata, meta))
         account_rows.append(
             AccountTransactionsData(
                 accounts=meta.affected_accounts,
                 ledger_sequence=sequence,
                 transaction_index=meta.transaction_index,
-                tx_hash=tx.hash,
+                tx_hash=tx_hash,
             )
         )
         if nfts is not None:

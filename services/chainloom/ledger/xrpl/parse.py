@@ -114,6 +114,27 @@ def native_drops(amount: bytes) -> int | None:
     return value if raw & 0x4000000000000000 else -value
 
 
+NFT_TRANSACTION_TYPES = frozenset(
+    {
+        sf.NFTOKEN_MINT,
+        sf.NFTOKEN_BURN,
+        sf.NFTOKEN_CREATE_OFFER,
+        sf.NFTOKEN_CANCEL_OFFER,
+        sf.NFTOKEN_ACCEPT_OFFER,
+        sf.NFTOKEN_MODIFY,
+    }
+)
+"""Transaction types whose fields the NFT derivation reads (the ETL fully parses only these)."""
+
+
+def transaction_type(blob: bytes) -> int:
+    """The TransactionType of a transaction blob, read from its first field (canonical order
+    always puts it first), without decoding the rest."""
+    if len(blob) < 3 or blob[0] != 0x12:
+        raise XrplMissingFieldError("transaction does not start with its TransactionType")
+    return int.from_bytes(blob[1:3], "big")
+
+
 def parse_transaction(blob: bytes) -> ParsedTransaction:
     """Parse a signed transaction blob."""
     obj = binary.decode(blob)

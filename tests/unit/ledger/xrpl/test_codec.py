@@ -22,6 +22,7 @@ from chainloom.ledger.xrpl.parse import (
     native_drops,
     parse_metadata,
     parse_transaction,
+    transaction_type,
 )
 
 
@@ -73,6 +74,7 @@ def test_transactions_parse_to_expected_fields(xrpl_vectors: Any) -> None:
     for vector in transactions:
         expected = vector["expected"]
         parsed = parse_transaction(bytes.fromhex(vector["hex"]))
+        assert transaction_type(bytes.fromhex(vector["hex"])) == parsed.transaction_type
         assert parsed.hash.hex().upper() == expected["hash"]
         assert parsed.type_name == expected["TransactionType"]
         assert encode_account(parsed.account) == expected["Account"]
@@ -197,6 +199,11 @@ def test_addresses_round_trip_and_match_xrpl_py() -> None:
 def test_malformed_blobs_are_refused_with_offsets(blob: bytes, message: str) -> None:
     with pytest.raises(XrplBinaryError, match=message):
         binary.decode(blob)
+
+
+def test_a_transaction_must_start_with_its_type() -> None:
+    with pytest.raises(XrplBinaryError, match="does not start with its TransactionType"):
+        transaction_type(bytes.fromhex("2400000001"))
 
 
 def test_vl_prefix_round_trips_at_the_boundaries() -> None:
