@@ -470,6 +470,14 @@ class BackendInterface(abc.ABC):
             return True
         return False
 
+    def abandon_writes(self) -> None:  # noqa: B027 - nothing to undo unless a backend can
+        """Give up the ledger being written (after an error, before ``finish_writes``).
+
+        Its rows never become visible either way; a backend that can, discards them (SQLite
+        rolls its transaction back), and write errors of the abandoned ledger are forgotten so
+        they do not fail the next ``finish_writes``.
+        """
+
     @abc.abstractmethod
     def _do_finish_writes(self, sequence: int) -> bool:
         """Wait for every write, then compare-and-set the range to ``sequence``."""

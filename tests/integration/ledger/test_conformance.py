@@ -804,3 +804,20 @@ def test_a_concurrent_reader_never_sees_a_ledger_half_written(store: Store):
     assert problems == []
     assert last in checked
     assert len(checked) >= 2
+
+
+def test_an_abandoned_ledger_leaves_nothing_visible_and_the_next_attempt_succeeds(store: Store):
+    backend = store.open()
+    tracker = SuccessorTracker()
+    assert write_ledger(backend, tracker, 90, {key(1): b"one"}, initial=True)
+    header = make_header(91)
+    backend.write_ledger(header, header.serialize())
+    backend.write_ledger_object(key(1), 91, b"stray")
+    if store.kind == "cassandra":
+        backend.write_ledger_object(key(2), 91, b"x" * (5 * 1024 * 1024))  # rejected by the server
+    backend.abandon_writes()
+    assert backend.fetch_ledger_range() == LedgerRange(90, 90)
+    assert write_ledger(backend, tracker, 91, {key(3): b"three"}) is True
+    assert backend.fetch_ledger_object(key(3), 91) == b"three"
+    expected_one = b"one" if store.kind == "sqlite" else b"stray"  # Cassandra cannot undo rows
+    assert backend.fetch_ledger_object(key(1), 91) == expected_one
