@@ -20,7 +20,7 @@ carries a format version so a future layout can live next to this one)::
     P:pending:<chain>       zset    digest -> time of the next finality check
     P:failed:<chain>        zset    digest -> time it failed for good
     P:completed:<chain>     zset    digest -> time completed (bounded: oldest trimmed)
-    P:completed:<chain>:log hash    digest -> completion record JSON (same bound)
+    P:completed:<chain>:log hash    digest -> {outcome, completed_at, worker, request: state}
     P:chains                set     target chains seen
     P:workers               hash    worker id -> chain (workers that may hold In-Work items)
     P:lease:<worker>        string  lease token of the live instance, with a TTL
@@ -359,20 +359,9 @@ class RelayTables:
         expected = self._code(move.source, move.worker_id)
         if move.destination is Table.COMPLETED:
             outcome = move.outcome.value if move.outcome else Outcome.CONFIRMED.value
-            entry = json.dumps(
-                {
-                    "outcome": outcome,
-                    "completed_at": now,
-                    "submission_id": request.submission_id,
-                    "worker": move.worker_id or request.submitted_by,
-                    "retries": request.retries,
-                    "rollbacks": request.rollbacks,
-                    "emitter_chain": request.emitter_chain,
-                    "sequence": request.sequence,
-                    "enqueued_at": request.enqueued_at,
-                },
-                separators=(",", ":"),
-            )
+            # The script appends the stored request state and the closing brace.
+            worker = json.dumps(move.worker_id or request.submitted_by)
+            entry = f'{{"outcome":"{outcome}","completed_at":{now!r},"worker":{worker},"request":'
             keys = [source_key, self.key("completed", chain), self.key("completed", chain, "log")]
             return keys, ["C", request.digest, expected, "", "0", entry]
         if move.destination is Table.IN_WORK:
@@ -468,6 +457,11 @@ class RelayTables:
         )
 
     def completed_log(self, chain: int) -> dict[str, dict[str, Any]]:
-        """The Completed log of ``chain``: digest -> completion record."""
+        """The Completed log of ``chain``: digest -> the request's last state (retries,
+        rollbacks, submission id, ...) with ``outcome``, ``completed_at`` and ``worker``."""
         raw = sync(self.client.hgetall(self.key("completed", chain, "log")))
-        return {_text(k): json.loads(v) for k, v in raw.items()}
+        out: dict[str, dict[str, Any]] = {}
+        for digest, value in raw.items():
+            record = json.loads(value)
+            out[_text(digest)] = {**(record.pop("request") or {}), **record}
+        return out

@@ -8,7 +8,8 @@
 -- ARGV per move i (6 each, from ARGV[3]): op, digest, expected location code,
 --   new location code, destination score, payload
 --   op 'M' (move): payload is the new state JSON ('' keeps the stored one)
---   op 'C' (complete): purge the request; payload is its Completed log entry (JSON)
+--   op 'C' (complete): purge the request; payload is the start of its Completed log entry,
+--   to which the script appends the stored request state and a closing brace
 -- Returns per move 1 when applied, 0 when the request was not at the expected location.
 local n = (#ARGV - 2) / 6
 if n == 0 then
@@ -33,7 +34,7 @@ local function push(groups, key, a, b)
 end
 local out, seen = {}, {}
 local removed, added, logs, trimmed = {}, {}, {}, {}
-local relocated, restated, purged = {}, {}, {}
+local relocated, restated, purged, entries = {}, {}, {}, {}
 for i = 0, n - 1 do
   local a = 2 + i * 6
   local op, digest = ARGV[a + 1], ARGV[a + 2]
@@ -46,7 +47,7 @@ for i = 0, n - 1 do
     if op == 'C' then
       purged[#purged + 1] = digest
       push(added, destination, now, digest)
-      push(logs, KEYS[6 + 3 * i], digest, ARGV[a + 6])
+      entries[#entries + 1] = {KEYS[6 + 3 * i], digest, ARGV[a + 6]}
       trimmed[destination] = KEYS[6 + 3 * i]
     else
       push(added, destination, ARGV[a + 5], digest)
@@ -73,6 +74,10 @@ if #restated > 0 then
   redis.call('HSET', KEYS[2], unpack(restated))
 end
 if #purged > 0 then
+  local states = redis.call('HMGET', KEYS[2], unpack(purged))
+  for j, entry in ipairs(entries) do
+    push(logs, entry[1], entry[2], entry[3] .. (states[j] or 'null') .. '}')
+  end
   redis.call('HDEL', KEYS[1], unpack(purged))
   redis.call('HDEL', KEYS[2], unpack(purged))
   redis.call('HDEL', KEYS[3], unpack(purged))
