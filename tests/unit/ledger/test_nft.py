@@ -9,8 +9,15 @@ import pytest
 from chainloom.ledger.errors import LedgerIntegrityError
 from chainloom.ledger.nft import ledger_nft_rows, nfts_from_object, nfts_from_transaction
 from chainloom.ledger.types import NFTsData
+from chainloom.ledger.xrpl import binary
+from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl.address import encode_account
-from chainloom.ledger.xrpl.parse import parse_metadata, parse_transaction
+from chainloom.ledger.xrpl.parse import (
+    ParsedMetadata,
+    ParsedTransaction,
+    parse_metadata,
+    parse_transaction,
+)
 
 SEQ = 77
 
@@ -136,3 +143,88 @@ def test_issuer_and_taxon_decode() -> None:
     data = NFTsData(token, 1, bytes(20), False, None)
     assert encode_account(data.issuer) == "r9AExd6v3keXaXa3nXAMHHcP9nWy9Aef2g"
     assert data.taxon == 1
+
+
+# Synthetic transactions for the rules no vector covers (built with the codec's encoder).
+
+ALICE, BOB = b"\xaa" * 20, b"\xbb" * 20
+TOKEN = bytes.fromhex("00080000") + ALICE + bytes.fromhex("0000000100000005")
+OTHER = bytes.fromhex("00080000") + ALICE + bytes.fromhex("0000000200000006")
+
+
+def _tx(kind: int, **extra: bytes) -> ParsedTransaction:
+    fields: dict[int, Any] = {
+        sf.TRANSACTION_TYPE: kind.to_bytes(2, "big"),
+        sf.ACCOUNT: BOB,
+        sf.SEQUENCE: (7).to_bytes(4, "big"),
+    }
+    names = {"NFTokenID": sf.NFTOKEN_ID, "URI": sf.URI, "NFTokenBuyOffer": sf.NFTOKEN_BUY_OFFER}
+    fields.update({names[k]: v for k, v in extra.items()})
+    return parse_transaction(binary.encode(fields))
+
+
+def _meta(*nodes: tuple[int, dict[int, Any]], result: int = 0) -> ParsedMetadata:
+    return parse_metadata(
+        binary.encode(
+            {
+                sf.TRANSACTION_INDEX: (3).to_bytes(4, "big"),
+                sf.TRANSACTION_RESULT: bytes((result,)),
+                sf.AFFECTED_NODES: list(nodes),
+            }
+        )
+    )
+
+
+def _offer_node(key: bytes, token: bytes, owner: bytes) -> tuple[int, dict[int, Any]]:
+    return (
+        sf.DELETED_NODE,
+        {
+            sf.LEDGER_ENTRY_TYPE: sf.NFTOKEN_OFFER.to_bytes(2, "big"),
+            sf.LEDGER_INDEX: key,
+            sf.FINAL_FIELDS: {sf.NFTOKEN_ID: token, sf.OWNER: owner},
+        },
+    )
+
+
+def test_modify_changes_only_the_uri() -> None:
+    tx = _tx(sf.NFTOKEN_MODIFY, NFTokenID=TOKEN, URI=b"ipfs://new")
+    result = nfts_from_transaction(tx, _meta(), SEQ)
+    assert result is not None
+    assert [r.token_id for r in result.transactions] == [TOKEN]
+    assert result.state is not None
+    assert result.state.only_uri_changed
+    assert result.state.uri == b"ipfs://new"
+
+
+def test_accepting_a_buy_offer_gives_the_token_to_the_offer_owner() -> None:
+    offer = b"\x0b" * 32
+    tx = _tx(sf.NFTOKEN_ACCEPT_OFFER, NFTokenBuyOffer=offer)
+    result = nfts_from_transaction(tx, _meta(_offer_node(offer, TOKEN, ALICE)), SEQ)
+    assert result is not None
+    assert result.state is not None
+    assert (result.state.token_id, result.state.owner) == (TOKEN, ALICE)
+    with pytest.raises(LedgerIntegrityError, match="buy offer is not among the affected nodes"):
+        nfts_from_transaction(tx, _meta(), SEQ)
+
+
+def test_cancel_offer_lists_each_token_once_and_create_offer_one_row() -> None:
+    nodes = (
+        _offer_node(b"\x01" * 32, TOKEN, ALICE),
+        _offer_node(b"\x02" * 32, TOKEN, BOB),
+        _offer_node(b"\x03" * 32, OTHER, BOB),
+    )
+    result = nfts_from_transaction(_tx(sf.NFTOKEN_CANCEL_OFFER), _meta(*nodes), SEQ)
+    assert result is not None
+    assert result.state is None
+    assert sorted(r.token_id for r in result.transactions) == sorted([TOKEN, OTHER])
+    created = nfts_from_transaction(_tx(sf.NFTOKEN_CREATE_OFFER, NFTokenID=TOKEN), _meta(), SEQ)
+    assert created is not None
+    assert [(r.token_id, r.transaction_index) for r in created.transactions] == [(TOKEN, 3)]
+
+
+def test_failed_and_unrelated_transactions_touch_no_nft_table() -> None:
+    failed = _meta(result=101)
+    assert nfts_from_transaction(_tx(sf.NFTOKEN_MODIFY, NFTokenID=TOKEN), failed, SEQ) is None
+    assert nfts_from_transaction(_tx(sf.PAYMENT), _meta(), SEQ) is None
+    with pytest.raises(LedgerIntegrityError, match="no NFTokenID"):
+        nfts_from_transaction(_tx(sf.NFTOKEN_BURN), _meta(), SEQ)
