@@ -11,6 +11,7 @@ import contextlib
 import datetime as dt
 import json
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NoReturn
 
@@ -81,6 +82,8 @@ def events(
     index_table: str | None,
 ) -> None:
     """The Wormhole event store on Bigtable (emulator via BIGTABLE_EMULATOR_HOST)."""
+    # The client warns on every connection to the emulator: expected here, not news to print.
+    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
     ctx.obj = {
         "project": project,
         "instance": instance,
