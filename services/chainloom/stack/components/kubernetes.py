@@ -361,30 +361,47 @@ def _binary_version(binary: Path) -> str:
 # Components
 
 
-class Kubectl:
+class _InstalledTool:
+    """A command-line tool the stack installs but does not run (pid 0, address = its path)."""
+
+    name = ""
+    requires: tuple[str, ...] = ()
+
+    def _binary(self) -> Path:
+        raise NotImplementedError
+
+    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
+        binary = self._binary()
+        running = Running(self.name, "", str(binary), 0, "", extra={"bin_dir": str(binary.parent)})
+        return Running(self.name, self.check(running), running.address, 0, "", extra=running.extra)
+
+    def check(self, running: Running) -> str:
+        raise NotImplementedError
+
+
+class Kubectl(_InstalledTool):
     """kubectl of the same version as the API server."""
 
     name = "kubectl"
-    requires: tuple[str, ...] = ()
+
+    def _binary(self) -> Path:
+        return k8s_dir() / "bin" / "kubectl"
 
     def install(self, progress: Progress) -> None:
         _build_kubernetes(progress)
-
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
-        binary = k8s_dir() / "bin" / "kubectl"
-        running = Running(self.name, "", str(binary), 0, "", extra={"bin_dir": str(binary.parent)})
-        return Running(self.name, self.check(running), running.address, 0, "", extra=running.extra)
 
     def check(self, running: Running) -> str:
         output = run([running.address, "version", "--client", "-o", "json"]).stdout
         return str(json.loads(output)["clientVersion"]["gitVersion"])
 
 
-class Helm:
+class Helm(_InstalledTool):
     """helm, for installing the chart against the local API server."""
 
     name = "helm"
-    requires: tuple[str, ...] = ()
+
+    def _binary(self) -> Path:
+        return helm_dir() / "bin" / "helm"
 
     def install(self, progress: Progress) -> None:
         if is_installed(helm_dir()):
@@ -398,11 +415,6 @@ class Helm:
             f"{module}/cmd/helm@{versions.HELM}",
             f"-s -w -X {module}/internal/version.version={versions.HELM}",
         )
-
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
-        binary = helm_dir() / "bin" / "helm"
-        running = Running(self.name, "", str(binary), 0, "", extra={"bin_dir": str(binary.parent)})
-        return Running(self.name, self.check(running), running.address, 0, "", extra=running.extra)
 
     def check(self, running: Running) -> str:
         return run([running.address, "version", "--short"]).stdout.strip().split("+")[0]
