@@ -27,5 +27,5 @@ MAVEN_DEPENDENCY_PLUGIN = "3.8.1"
 BIGTABLE_EMULATOR_MODULE = "cloud.google.com/go/bigtable"
 """Go module whose ``cmd/emulator`` is built when the machine has no ``cbtemulator``."""
 
-BIGTABLE_EMULATOR = "v1.40.1"
+BIGTABLE_EMULATOR = "v1.58.0"
 """Version of the module above built as a fallback emulator."""
