@@ -12,6 +12,7 @@ The emulator is used when ``BIGTABLE_EMULATOR_HOST`` is set (the client reads it
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -345,21 +346,83 @@ class BigtableTables:
 
     def write_if_unsigned(self, row_key: str, cells: Sequence[Cell]) -> bool:
         """Write ``cells`` only if ``QuorumState:SignedVAA`` is absent; True if written."""
-        from google.cloud.bigtable.data import row_filters as rf
-
-        predicate = rf.RowFilterChain(
-            [
-                rf.FamilyNameRegexFilter(schema.QUORUM_STATE),
-                rf.ColumnQualifierRegexFilter(schema.Q.SIGNED_VAA.encode()),
-                rf.CellsColumnLimitFilter(1),
-                rf.StripValueTransformerFilter(True),
-            ]
-        )
         with _missing_tables_named(self.settings):
             matched = self.events.check_and_mutate_row(
-                row_key, predicate, false_case_mutations=_mutations(cells)
+                row_key, _signed_vaa_predicate(), false_case_mutations=_mutations(cells)
             )
         return not matched
+
+    def write_many_if_unsigned(
+        self, rows: Sequence[tuple[str, Sequence[Cell]]], in_flight: int
+    ) -> list[bool]:
+        """:meth:`write_if_unsigned` for many rows, with up to ``in_flight`` calls outstanding.
+
+        Each row is one CheckAndMutateRow with the same predicate, false-branch mutations,
+        routing headers and time budget as :meth:`write_if_unsigned`, built as protobuf
+        messages and issued as gRPC futures on the data client's channel: the data client's
+        per-call wrappers (proto-plus messages, metrics, a thread per concurrent call) cost
+        more client CPU than the call itself. Errors are the data client's (``google.api_core``
+        exceptions, :class:`TableMissingError`); one is raised only after every call already
+        issued has finished, and no further call is issued after a failure.
+        """
+        import grpc
+        from google.api_core.exceptions import from_grpc_error
+        from google.cloud.bigtable_v2.types import bigtable as bigtable_types
+
+        request_type = bigtable_types.CheckAndMutateRowRequest.pb()
+        response_type = bigtable_types.CheckAndMutateRowResponse.pb()
+        # A new callable per call: the client may swap its channel (periodic refresh).
+        call = self._client.transport.grpc_channel.unary_unary(
+            "/google.bigtable.v2.Bigtable/CheckAndMutateRow",
+            request_serializer=request_type.SerializeToString,
+            response_deserializer=response_type.FromString,
+        )
+        predicate = _signed_vaa_predicate_pb()
+        table_name = self.events.table_name
+        app_profile = self.events.app_profile_id or ""
+        metadata = self._routing_metadata(table_name, app_profile)
+        timeout = self.settings.operation_timeout
+        results: list[bool] = [False] * len(rows)
+        pending: list[tuple[int, Any]] = []
+        error: grpc.RpcError | None = None
+
+        def settle(position: int, future: Any) -> None:
+            nonlocal error
+            try:
+                results[position] = not future.result().predicate_matched
+            except grpc.RpcError as failure:
+                error = error or failure
+
+        for position, (row_key, cells) in enumerate(rows):
+            if error is not None:
+                break
+            request = request_type(
+                table_name=table_name,
+                app_profile_id=app_profile,
+                row_key=row_key.encode(),
+                predicate_filter=predicate,
+                false_mutations=_mutations_pb(cells),
+            )
+            pending.append((position, call.future(request, timeout=timeout, metadata=metadata)))
+            if len(pending) >= in_flight:
+                settle(*pending.pop(0))
+        for position, future in pending:
+            settle(position, future)
+        if error is not None:
+            with _missing_tables_named(self.settings):
+                raise from_grpc_error(error) from error  # type: ignore[no-untyped-call]
+        return results
+
+    def _routing_metadata(self, table_name: str, app_profile: str) -> list[tuple[str, str]]:
+        """The headers the data client sends with a CheckAndMutateRow (routing, client info)."""
+        from google.api_core.gapic_v1 import routing_header
+
+        return [
+            self._client.client_info.to_grpc_metadata(),
+            routing_header.to_grpc_metadata(  # type: ignore[no-untyped-call]
+                {"table_name": table_name, "app_profile_id": app_profile}
+            ),
+        ]
 
     # --- scans -----------------------------------------------------------------------------
 
@@ -433,6 +496,47 @@ def _alternation(names: Sequence[str]) -> str:
     import re
 
     return "^(" + "|".join(re.escape(n) for n in names) + ")$"
+
+
+def _signed_vaa_predicate() -> Any:
+    """The check-and-mutate predicate: a ``QuorumState:SignedVAA`` cell exists."""
+    from google.cloud.bigtable.data import row_filters as rf
+
+    return rf.RowFilterChain(
+        [
+            rf.FamilyNameRegexFilter(schema.QUORUM_STATE),
+            rf.ColumnQualifierRegexFilter(schema.Q.SIGNED_VAA.encode()),
+            rf.CellsColumnLimitFilter(1),
+            rf.StripValueTransformerFilter(True),
+        ]
+    )
+
+
+@functools.cache
+def _signed_vaa_predicate_pb() -> Any:
+    """:func:`_signed_vaa_predicate` as the protobuf message the data client sends."""
+    from google.cloud.bigtable_v2.types import data
+
+    return data.RowFilter.pb(_signed_vaa_predicate()._to_pb())
+
+
+def _mutations_pb(cells: Sequence[Cell]) -> list[Any]:
+    """``SetCell`` protobuf messages of ``cells``, as the data client's ``SetCell`` sends them."""
+    from google.cloud.bigtable_v2.types import data
+
+    mutation = data.Mutation.pb()
+    set_cell = mutation.SetCell
+    return [
+        mutation(
+            set_cell=set_cell(
+                family_name=cell.family,
+                column_qualifier=cell.qualifier.encode(),
+                timestamp_micros=cell.timestamp_micros,
+                value=cell.value,
+            )
+        )
+        for cell in cells
+    ]
 
 
 def _mutations(cells: Sequence[Cell] | Sequence[IndexEntry]) -> list[Any]:

@@ -14,9 +14,9 @@ Why it is shaped this way:
   against the client batcher's default of 1,000 mutations = ~62 rows; the server limit is
   100,000 mutations).
 * **Quorum is conditional.** A row that gets its first ``QuorumState:SignedVAA`` is written by
-  ``check_and_mutate_row`` (predicate: SignedVAA exists; false branch: the row's cells), run
-  concurrently for the batch. A writer that loses the race re-plans the input, which then
-  becomes an update or a conflict.
+  ``check_and_mutate_row`` (predicate: SignedVAA exists; false branch: the row's cells), issued
+  concurrently for the batch (``conditional_workers`` calls in flight). A writer that loses the
+  race re-plans the input, which then becomes an update or a conflict.
 * **Outages.** Transient Bigtable errors are retried with exponential back-off; inputs leave
   the queue only once written, and when retries run out :class:`StoreUnavailableError` says
   how many are still queued (a later :meth:`flush` retries them).
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import partial
@@ -81,13 +80,14 @@ class WriterConfig:
     """First back-off delay in seconds; doubles per attempt."""
     backoff_max: float = 5.0
     """Longest back-off delay."""
-    conditional_workers: int = 8
-    """Concurrent check-and-mutate calls for rows reaching quorum."""
+    conditional_workers: int = 64
+    """Check-and-mutate calls in flight at once for rows reaching quorum (one client thread
+    issues them all as gRPC futures)."""
     conditional_quorum: bool = True
     """Write a row's first SignedVAA with check-and-mutate (safe with any number of writers).
 
-    False writes it in the batch's MutateRows after the batch's read found it absent: about
-    four times faster on new rows, and safe only when each message id has a single writer
+    False writes it in the batch's MutateRows after the batch's read found it absent: no
+    unary call per new row, and safe only when each message id has a single writer
     (writers partitioned by row key, as the bench and a keyed stream do).
     """
 
@@ -171,7 +171,6 @@ class EventWriter:
         """Running totals since the writer was created."""
         self._queue: list[MessageInput] = []
         self._sleep = sleep
-        self._pool = ThreadPoolExecutor(max_workers=self.config.conditional_workers)
         self._assets: dict[tuple[int, str], AssetInfo] = {}
         self._checksummed_sets: dict[int, tuple[str, ...]] = {}
         self._wrapped: dict[str, WrappedAsset] = {}
@@ -389,11 +388,9 @@ class EventWriter:
         # A row gets its SignedVAA (and everything planned with it) atomically, or not at all.
         lost_race: set[int] = set()
         if conditional:
-            results = list(
-                self._pool.map(
-                    lambda pair: self.tables.write_if_unsigned(pair[1].row_key, pair[1].cells),
-                    conditional,
-                )
+            results = self.tables.write_many_if_unsigned(
+                [(plan.row_key, plan.cells) for _, plan in conditional],
+                self.config.conditional_workers,
             )
             lost_race = {
                 id(item) for (item, _), ok in zip(conditional, results, strict=True) if not ok
@@ -475,11 +472,8 @@ class EventWriter:
         return EnrichmentContext(asset=asset, wrapped=wrapped, price_usd=price)
 
     def close(self) -> None:
-        """Flush what is queued and stop the worker threads."""
-        try:
-            self.flush()
-        finally:
-            self._pool.shutdown(wait=True)
+        """Flush what is queued."""
+        self.flush()
 
     def __enter__(self) -> EventWriter:
         return self
@@ -487,8 +481,6 @@ class EventWriter:
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self.close()
-        else:
-            self._pool.shutdown(wait=True)
 
 
 class _IndexWriteError(Exception):
