@@ -88,6 +88,9 @@ def _load(name: str) -> str:
 
 
 _LOCATION_TABLES = {"I": Table.INCOMING, "P": Table.PENDING_CONFIRMATION, "F": Table.FAILED}
+_json_string = json.encoder.encode_basestring_ascii  # json.dumps of a str, without its wrapper
+_ACCEPTED = EnqueueResult(accepted=True, table=None)
+_REFUSED = {table: EnqueueResult(accepted=False, table=table) for table in Table}
 
 
 def table_of_location(code: str) -> Table:
@@ -119,6 +122,11 @@ class RelayTables:
         self.completed_retention = completed_retention
         self._p = "{" + prefix + "}"
         self._keys: dict[tuple[object, ...], str] = {}
+        # (source, destination, worker id, chain) -> the move's three keys, the source's and
+        # the destination's location codes (None for COMPLETED); bounded like ``_keys``.
+        self._routes: dict[
+            tuple[Table, Table, str | None, int], tuple[tuple[str, str, str], str, str | None]
+        ] = {}
         self._scripts: dict[str, Script] = {
             name: client.register_script(_load(name))
             for name in ("enqueue", "claim", "apply", "due_pending", "reap", "lease")
@@ -162,10 +170,10 @@ class RelayTables:
     # enqueue / locate / read ----------------------------------------------------------------
     @staticmethod
     def _enqueue_result(raw: bytes | str) -> EnqueueResult:
-        code = _text(raw)
-        if code == "":
-            return EnqueueResult(accepted=True, table=None)
-        return EnqueueResult(accepted=False, table=table_of_location(code))
+        # Results are frozen, so the few possible ones are shared.
+        if not raw:  # b"" or ""
+            return _ACCEPTED
+        return _REFUSED[table_of_location(_text(raw))]
 
     def enqueue(self, request: RelayRequest) -> EnqueueResult:
         """Queue ``request`` in Incoming unless its digest is in any table or the Completed log.
@@ -179,19 +187,26 @@ class RelayTables:
         """:meth:`enqueue` for many requests: one script call per 1,000 requests (each request
         decided on its own), all calls in one pipeline."""
         pipe = self.client.pipeline(transaction=False)
+        chain_keys: dict[int, tuple[str, str]] = {}  # chain -> its completed and incoming keys
         for first in range(0, len(requests), MAX_PER_CALL):
             keys = [self.key("req"), self.key("loc"), self.key("chains"), self.key("vaa")]
             args: list[Any] = []
             for request in requests[first : first + MAX_PER_CALL]:
                 chain = request.target_chain
-                keys += [self.key("completed", chain), self.key("incoming", chain)]
-                args += [
+                pair = chain_keys.get(chain)
+                if pair is None:
+                    pair = chain_keys[chain] = (
+                        self.key("completed", chain),
+                        self.key("incoming", chain),
+                    )
+                keys += pair
+                args += (
                     request.digest,
                     request.state_json(),
                     repr(request.ready_at),
                     chain,
                     request.vaa,
-                ]
+                )
             self._scripts["enqueue"](keys=keys, args=args, client=pipe)
         return [self._enqueue_result(code) for raw in pipe.execute() for code in raw]
 
@@ -352,30 +367,50 @@ class RelayTables:
         )
         return self._pairs(raw)
 
-    def _move_parts(self, move: Move, now: float) -> tuple[list[str], list[Any]]:
+    def _route(
+        self, source: Table, destination: Table, worker_id: str | None, chain: int
+    ) -> tuple[tuple[str, str, str], str, str | None]:
+        """The keys and location codes of a move (computed once per kind of move)."""
+        route_key = (source, destination, worker_id, chain)
+        route = self._routes.get(route_key)
+        if route is None:
+            source_key = self._zset(source, chain, worker_id)
+            expected = self._code(source, worker_id)
+            if destination is Table.COMPLETED:
+                completed = self.key("completed", chain)
+                keys = (source_key, completed, self.key("completed", chain, "log"))
+                route = (keys, expected, None)
+            elif destination is Table.IN_WORK:
+                raise TableError("requests enter In-Work only by claim()")
+            else:
+                target = self._zset(destination, chain)
+                route = ((source_key, target, target), expected, self._code(destination))
+            if len(self._routes) > 10_000:  # worker ids are unbounded over a long life
+                self._routes.clear()
+            self._routes[route_key] = route
+        return route
+
+    def _move_parts(self, move: Move, now: float) -> tuple[Sequence[str], list[Any]]:
         request = move.request
-        chain = request.target_chain
-        source_key = self._zset(move.source, chain, move.worker_id)
-        expected = self._code(move.source, move.worker_id)
-        if move.destination is Table.COMPLETED:
+        keys, expected, code = self._route(
+            move.source, move.destination, move.worker_id, request.target_chain
+        )
+        if code is None:  # to COMPLETED
             outcome = move.outcome.value if move.outcome else Outcome.CONFIRMED.value
             # The script appends the stored request state and the closing brace.
-            worker = json.dumps(move.worker_id or request.submitted_by)
+            who = move.worker_id or request.submitted_by
+            worker = _json_string(who) if type(who) is str else json.dumps(who)
             entry = f'{{"outcome":"{outcome}","completed_at":{now!r},"worker":{worker},"request":'
-            keys = [source_key, self.key("completed", chain), self.key("completed", chain, "log")]
             return keys, ["C", request.digest, expected, "", "0", entry]
-        if move.destination is Table.IN_WORK:
-            raise TableError("requests enter In-Work only by claim()")
-        destination = self._zset(move.destination, chain)
         args = [
             "M",
             request.digest,
             expected,
-            self._code(move.destination),
+            code,
             repr(move.score),
             request.state_json(),
         ]
-        return [source_key, destination, destination], args
+        return keys, args
 
     def apply(self, moves: Iterable[Move], *, now: float | None = None) -> list[bool]:
         """Apply moves; each is its own conditional step (one script call per 1,000 moves).
