@@ -401,8 +401,8 @@ class BigtableTables:
                 app_profile_id=app_profile,
                 row_key=row_key.encode(),
                 predicate_filter=predicate,
-                false_mutations=_mutations_pb(cells),
             )
+            _add_set_cells(request.false_mutations, cells)
             pending.append((position, call.future(request, timeout=timeout, metadata=metadata)))
             if len(pending) >= in_flight:
                 settle(*pending.pop(0))
@@ -520,23 +520,17 @@ def _signed_vaa_predicate_pb() -> Any:
     return data.RowFilter.pb(_signed_vaa_predicate()._to_pb())
 
 
-def _mutations_pb(cells: Sequence[Cell]) -> list[Any]:
-    """``SetCell`` protobuf messages of ``cells``, as the data client's ``SetCell`` sends them."""
-    from google.cloud.bigtable_v2.types import data
-
-    mutation = data.Mutation.pb()
-    set_cell = mutation.SetCell
-    return [
-        mutation(
-            set_cell=set_cell(
-                family_name=cell.family,
-                column_qualifier=cell.qualifier.encode(),
-                timestamp_micros=cell.timestamp_micros,
-                value=cell.value,
-            )
-        )
-        for cell in cells
-    ]
+def _add_set_cells(mutations: Any, cells: Sequence[Cell]) -> None:
+    """Append a ``SetCell`` protobuf mutation per cell, as the data client's ``SetCell`` sends
+    it (fields set in place: about three times cheaper than building each message from
+    keyword arguments)."""
+    add = mutations.add
+    for cell in cells:
+        set_cell = add().set_cell
+        set_cell.family_name = cell.family
+        set_cell.column_qualifier = cell.qualifier.encode()
+        set_cell.timestamp_micros = cell.timestamp_micros
+        set_cell.value = cell.value
 
 
 def _mutations(cells: Sequence[Cell] | Sequence[IndexEntry]) -> list[Any]:
