@@ -21,9 +21,10 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from chainloom.ledger.backend import (
@@ -177,6 +178,54 @@ def _payload_size(values: tuple[Any, ...]) -> int:
     return sum(len(v) if isinstance(v, bytes) else 16 for v in values)
 
 
+class _Insert:
+    """A prepared insert with what a batch needs of it, worked out once.
+
+    :meth:`encode` serializes values with the statement's own column types, exactly as
+    ``PreparedStatement.bind`` does, but without building a ``BoundStatement`` per row.
+    """
+
+    __slots__ = ("_serializers", "keyspace", "query_id", "routing_index", "statement")
+
+    def __init__(self, statement: Any) -> None:
+        from cassandra.cqltypes import BytesType
+
+        protocol_version = statement.protocol_version
+        self.statement = statement
+        """The ``PreparedStatement`` (sent on its own when a batch would hold one row)."""
+        self.query_id: bytes = statement.query_id
+        """The id the server knows the prepared statement by."""
+        columns = statement.column_metadata
+        self.keyspace: str | None = columns[0].keyspace_name if columns else None
+        """The keyspace a batch starting with this statement is routed to."""
+        indexes: list[int] = list(statement.routing_key_indexes or ())
+        self.routing_index: int | None = indexes[0] if len(indexes) == 1 else None
+        """The value that is the partition key (a single-column one), else None."""
+        serializers: list[Callable[[Any], bytes]] = []
+        for column in columns:
+            if column.type is BytesType:
+                serializers.append(bytes)
+            else:
+                serializers.append(functools.partial(_serialize, column.type, protocol_version))
+        self._serializers = tuple(serializers)
+
+    def encode(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The serialized values (None stays None), in the statement's column order."""
+        if len(values) != len(self._serializers):
+            raise BackendError(
+                f"{self.statement.query_string.split('(')[0].strip()}: expected "
+                f"{len(self._serializers)} values, got {len(values)}"
+            )
+        return tuple(
+            None if value is None else serialize(value)
+            for serialize, value in zip(self._serializers, values, strict=True)
+        )
+
+
+def _serialize(column_type: Any, protocol_version: int, value: Any) -> bytes:
+    return column_type.serialize(value, protocol_version)  # type: ignore[no-any-return]
+
+
 class _WriteQueue:
     """Bounded in-flight asynchronous writes with retries, and a barrier to wait for them all.
 
@@ -190,12 +239,16 @@ class _WriteQueue:
     def __init__(
         self, session: Any, bound: int, retries: int, batch_size: int, consistency: int
     ) -> None:
+        from cassandra.query import BatchStatement, BatchType
+
         self._session = session
         self._slots = threading.BoundedSemaphore(bound)
         self._retries = retries
         self._batch_size = batch_size
         self._consistency = consistency
-        self._buffer: list[tuple[Any, tuple[Any, ...]]] = []
+        self._new_batch = BatchStatement
+        self._unlogged = BatchType.UNLOGGED
+        self._buffer: list[tuple[_Insert, tuple[Any, ...], tuple[Any, ...]]] = []
         self._buffer_bytes = 0
         self._buffer_lock = threading.Lock()
         self._pending = 0
@@ -205,13 +258,14 @@ class _WriteQueue:
         self.retried = 0
         self.peak_in_flight = 0
 
-    def submit(self, statement: Any, values: tuple[Any, ...]) -> None:
+    def submit(self, insert: _Insert, values: tuple[Any, ...]) -> None:
         size = _payload_size(values)
+        encoded = insert.encode(values)
         batches = []
         with self._buffer_lock:
             if self._buffer and self._buffer_bytes + size > BATCH_BYTES:
                 batches.append(self._take())
-            self._buffer.append((statement, values))
+            self._buffer.append((insert, values, encoded))
             self._buffer_bytes += size
             if len(self._buffer) >= self._batch_size or self._buffer_bytes >= BATCH_BYTES:
                 batches.append(self._take())
@@ -225,26 +279,33 @@ class _WriteQueue:
         if items:
             self._send_new(items)
 
-    def _take(self) -> list[tuple[Any, tuple[Any, ...]]]:
+    def _take(self) -> list[tuple[_Insert, tuple[Any, ...], tuple[Any, ...]]]:
         items, self._buffer, self._buffer_bytes = self._buffer, [], 0
         return items
 
-    def _send_new(self, items: list[tuple[Any, tuple[Any, ...]]]) -> None:
+    def _send_new(self, items: list[tuple[_Insert, tuple[Any, ...], tuple[Any, ...]]]) -> None:
         self._slots.acquire()
         with self._idle:
             self._pending += 1
             self.peak_in_flight = max(self.peak_in_flight, self._pending)
             self.started += len(items)
         if len(items) == 1:
-            request: Any = items[0]
+            insert, values, _ = items[0]
+            request: Any = (insert.statement, values)
         else:
-            from cassandra.query import BatchStatement, BatchType
-
-            batch = BatchStatement(
-                batch_type=BatchType.UNLOGGED, consistency_level=self._consistency
-            )
-            for statement, values in items:
-                batch.add(statement, values)
+            # What BatchStatement.add does for each prepared statement, without binding a
+            # BoundStatement per row: the values are already serialized by their column types.
+            batch = self._new_batch(batch_type=self._unlogged, consistency_level=self._consistency)
+            batch._statements_and_parameters = [
+                (True, insert.query_id, encoded) for insert, _, encoded in items
+            ]
+            for insert, _, encoded in items:  # the first row with a partition key routes it
+                if insert.keyspace and insert.routing_index is not None:
+                    routing_key = encoded[insert.routing_index]
+                    if routing_key:
+                        batch.routing_key = routing_key
+                        batch.keyspace = insert.keyspace
+                        break
             batch.is_idempotent = True
             request = (batch, None)
         self._send(request, len(items), 0)
@@ -346,6 +407,11 @@ class CassandraBackend(BackendInterface):
             ) from error
         for statement in self._statements.values():
             statement.is_idempotent = True
+        self._inserts = {
+            name: _Insert(statement)
+            for name, statement in self._statements.items()
+            if name.startswith("insert_")
+        }
         self._writes = _WriteQueue(
             self._session,
             config.max_concurrent_writes,
@@ -372,7 +438,7 @@ class CassandraBackend(BackendInterface):
     def _write(self, name: str, *values: Any) -> None:
         if self._read_only:
             raise BackendError(f"keyspace {self._config.keyspace} was opened read-only")
-        self._writes.submit(self._statements[name], values)
+        self._writes.submit(self._inserts[name], values)
 
     @property
     def write_stats(self) -> dict[str, int]:
