@@ -30,6 +30,7 @@ One pooled client per process: the caller passes its ``redis.Redis``; nothing he
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -52,6 +53,8 @@ DEFAULT_PREFIX = "chainloom:relay:v1"
 DEFAULT_COMPLETED_RETENTION = 100_000
 MAX_PER_CALL = 1000
 """Most requests or moves in one script call, so that no call blocks Redis for long."""
+_WRITTEN_KEPT = 2048
+"""How many of the states it wrote a :class:`RelayTables` keeps to read back without parsing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,10 @@ class RelayTables:
         self._routes: dict[
             tuple[Table, Table, str | None, int], tuple[tuple[str, str, str], str, str | None]
         ] = {}
+        # The last states this instance wrote by a move (exactly as sent) -> the request: a
+        # worker reads them back at its finality checks, or claims a retried request again,
+        # and these need no parsing. Keyed by the whole state, so a hit is what parsing gives.
+        self._written: dict[bytes, RelayRequest] = {}
         self._scripts: dict[str, Script] = {
             name: client.register_script(_load(name))
             for name in ("enqueue", "claim", "apply", "due_pending", "reap", "lease")
@@ -244,13 +251,32 @@ class RelayTables:
             for state, vaa in zip(states, vaas, strict=True)
         ]
 
-    @staticmethod
-    def _pairs(raw: Sequence[bytes]) -> list[RelayRequest]:
-        return [
-            RelayRequest.from_state(raw[i], raw[i + 1])
-            for i in range(0, len(raw), 2)
-            if raw[i] is not None and raw[i + 1] is not None
-        ]
+    def _pairs(self, raw: Sequence[bytes]) -> list[RelayRequest]:
+        written = self._written
+        out: list[RelayRequest] = []
+        for i in range(0, len(raw), 2):
+            state, vaa = raw[i], raw[i + 1]
+            if state is None or vaa is None:
+                continue
+            known = written.get(state)
+            if known is not None and known.vaa == vaa:
+                out.append(known)
+            else:
+                out.append(RelayRequest.from_state(state, vaa))
+        return out
+
+    def _state_arg(self, request: RelayRequest) -> str | bytes:
+        """The state JSON to send for ``request``, remembered when it reads back as it."""
+        text = request.exact_state_json()
+        if text is None:
+            return request.state_json()
+        state = text.encode()  # ASCII: the bytes redis-py would send for the text
+        written = self._written
+        if len(written) >= _WRITTEN_KEPT:
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del written[next(iter(written))]  # the oldest
+        written[state] = request
+        return state
 
     def chains(self) -> list[int]:
         """Target chains that ever had a request, ascending."""
@@ -402,14 +428,7 @@ class RelayTables:
             worker = _json_string(who) if type(who) is str else json.dumps(who)
             entry = f'{{"outcome":"{outcome}","completed_at":{now!r},"worker":{worker},"request":'
             return keys, ["C", request.digest, expected, "", "0", entry]
-        args = [
-            "M",
-            request.digest,
-            expected,
-            code,
-            repr(move.score),
-            request.state_json(),
-        ]
+        args = ["M", request.digest, expected, code, repr(move.score), self._state_arg(request)]
         return keys, args
 
     def apply(self, moves: Iterable[Move], *, now: float | None = None) -> list[bool]:

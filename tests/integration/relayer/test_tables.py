@@ -240,3 +240,32 @@ def test_a_digest_named_twice_in_one_call_is_queued_and_moved_once(tables, batch
     assert tables.apply([failed, requeued]) == [True, False]
     assert tables.locate(claimed[0].digest) is Table.FAILED
     assert tables.depths()[Table.INCOMING][2] == 0
+
+
+def test_states_read_back_are_what_redis_holds_even_after_another_instance_moved_them(
+    client, batch
+):
+    mine, other = RelayTables(client), RelayTables(client)
+    mine.enqueue_many(batch[:2])
+    mine.acquire_lease(W1, 2, "t", 10)
+    first, second = mine.claim(W1, 2, "t", limit=2, lease_ttl=10)
+    mine.apply(
+        [
+            Move(
+                replace(r, submission_id=f"0x{i}", submitted_by=W1),
+                Table.IN_WORK,
+                Table.PENDING_CONFIRMATION,
+                worker_id=W1,
+                score=0,
+            )
+            for i, r in enumerate((first, second))
+        ]
+    )
+    # Another instance rolls the first back (a new state); the second stays as written.
+    (stale,) = [r for r in other.due_pending(2, limit=10, recheck_in=0) if r.digest == first.digest]
+    rolled = replace(stale, submission_id=None, submitted_by=None, rollbacks=1, last_error="rb")
+    assert other.move(Move(rolled, Table.PENDING_CONFIRMATION, Table.PENDING_CONFIRMATION))
+    due = {r.digest: r for r in mine.due_pending(2, limit=10, recheck_in=0)}
+    assert due[first.digest] == rolled
+    assert due[second.digest] == other.get(second.digest)
+    assert due[second.digest].submission_id == "0x1"

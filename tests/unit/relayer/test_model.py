@@ -169,3 +169,49 @@ def test_operator_retry_from_failed_gives_a_fresh_budget():
     assert fresh.retries == 0
     assert fresh.next_attempt_at == 42.0
     assert fresh.last_error == "gave up"  # kept for the operator's record
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"last_error": 'quote " backslash \\ newline \n tab \t nul \x00', "rollbacks": 2},
+        {"last_error": "non-ASCII \u00e9 \u6f22 \U0001f600 and a lone surrogate \ud800"},
+        {"submission_id": "0x" + "ab" * 32, "submitted_by": "2:0x" + "00" * 20},
+        {"next_attempt_at": -0.0, "enqueued_at": 1e-310, "retries": 2**70},
+        {"next_attempt_at": 5, "enqueued_at": 1_700_000_000},  # ints where floats belong
+        {"next_attempt_at": float("inf"), "enqueued_at": float("nan")},
+    ],
+)
+def test_state_json_is_exactly_the_json_module_form(changes):
+    value = request(**changes)
+    assert value.state_json() == json.dumps(value._state(), separators=(",", ":"))
+
+
+def test_exact_state_json_reads_back_as_the_very_request_or_is_not_offered():
+    plain = request(last_error="e \u00e9", submission_id="0x1", submitted_by="2:0x0", retries=4)
+    text = plain.exact_state_json()
+    assert text is not None
+    assert text == plain.state_json()
+    back = RelayRequest.from_state(text.encode(), plain.vaa)
+    assert back == plain
+    assert [type(getattr(back, f)) for f in plain.__slots__] == [
+        type(getattr(plain, f)) for f in plain.__slots__
+    ]
+    # Read back, these would come out different (float times, plain str): not offered.
+    assert request(enqueued_at=5).exact_state_json() is None
+    assert request(next_attempt_at=float("inf")).exact_state_json() is None
+    assert request(digest=type("Digest", (str,), {})(DIGEST)).exact_state_json() is None
+
+
+def test_stored_states_outside_the_usual_shape_read_as_json_loads_reads_them():
+    value = request(retries=1)
+    text = value.state_json()
+    for form in (" " + text, text + "\n", (" " + text).encode(), ("\ufeff" + text).encode()):
+        assert RelayRequest.from_state(form, value.vaa) == value
+    with pytest.raises(RequestFormatError, match="not JSON: Unexpected UTF-8 BOM"):
+        RelayRequest.from_state("\ufeff" + text, value.vaa)
+    with pytest.raises(RequestFormatError, match="not JSON: Extra data"):
+        RelayRequest.from_state(text + "{}", value.vaa)
+    with pytest.raises(RequestFormatError, match="not JSON"):
+        RelayRequest.from_state(text.encode()[:-1] + b"\xff", value.vaa)
