@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -128,8 +128,15 @@ class RelayTables:
         # (source, destination, worker id, chain) -> the move's three keys, the source's and
         # the destination's location codes (None for COMPLETED); bounded like ``_keys``.
         self._routes: dict[
-            tuple[Table, Table, str | None, int], tuple[tuple[str, str, str], str, str | None]
+            tuple[Table, Table, str | None, int],
+            tuple[tuple[bytes, bytes, bytes], bytes, bytes | None],
         ] = {}
+        # Keys and constant arguments go out already encoded, by the client's own encoder (the
+        # very bytes redis-py would send; it passes bytes through without looking at them).
+        self._encode: Callable[[object], bytes] = client.get_encoder().encode
+        self._move_op, self._complete_op, self._no_code, self._no_score = map(
+            self._encode, ("M", "C", "", "0")
+        )
         # The last states this instance wrote by a move (exactly as sent) -> the request: a
         # worker reads them back at its finality checks, or claims a retried request again,
         # and these need no parsing. Keyed by the whole state, so a hit is what parsing gives.
@@ -194,24 +201,30 @@ class RelayTables:
         """:meth:`enqueue` for many requests: one script call per 1,000 requests (each request
         decided on its own), all calls in one pipeline."""
         pipe = self.client.pipeline(transaction=False)
-        chain_keys: dict[int, tuple[str, str]] = {}  # chain -> its completed and incoming keys
+        encode = self._encode
+        # chain -> its Completed and Incoming keys and itself, encoded (exact int chains)
+        known: dict[int, tuple[bytes, bytes, bytes]] = {}
+        base = [self.key("req"), self.key("loc"), self.key("chains"), self.key("vaa")]
         for first in range(0, len(requests), MAX_PER_CALL):
-            keys = [self.key("req"), self.key("loc"), self.key("chains"), self.key("vaa")]
+            keys: list[Any] = list(base)
             args: list[Any] = []
             for request in requests[first : first + MAX_PER_CALL]:
                 chain = request.target_chain
-                pair = chain_keys.get(chain)
-                if pair is None:
-                    pair = chain_keys[chain] = (
-                        self.key("completed", chain),
-                        self.key("incoming", chain),
+                parts = known.get(chain) if type(chain) is int else None
+                if parts is None:
+                    parts = (
+                        encode(self.key("completed", chain)),
+                        encode(self.key("incoming", chain)),
+                        encode(chain),
                     )
-                keys += pair
+                    if type(chain) is int:
+                        known[chain] = parts
+                keys += parts[:2]
                 args += (
                     request.digest,
                     request.state_json(),
                     repr(request.ready_at),
-                    chain,
+                    parts[2],
                     request.vaa,
                 )
             self._scripts["enqueue"](keys=keys, args=args, client=pipe)
@@ -270,7 +283,7 @@ class RelayTables:
         text = request.exact_state_json()
         if text is None:
             return request.state_json()
-        state = text.encode()  # ASCII: the bytes redis-py would send for the text
+        state = self._encode(text)  # the bytes redis-py would send for the text
         written = self._written
         if len(written) >= _WRITTEN_KEPT:
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):
@@ -395,28 +408,29 @@ class RelayTables:
 
     def _route(
         self, source: Table, destination: Table, worker_id: str | None, chain: int
-    ) -> tuple[tuple[str, str, str], str, str | None]:
-        """The keys and location codes of a move (computed once per kind of move)."""
+    ) -> tuple[tuple[bytes, bytes, bytes], bytes, bytes | None]:
+        """The keys and location codes of a move, encoded (computed once per kind of move)."""
         route_key = (source, destination, worker_id, chain)
         route = self._routes.get(route_key)
         if route is None:
-            source_key = self._zset(source, chain, worker_id)
-            expected = self._code(source, worker_id)
+            encode = self._encode
+            source_key = encode(self._zset(source, chain, worker_id))
+            expected = encode(self._code(source, worker_id))
             if destination is Table.COMPLETED:
-                completed = self.key("completed", chain)
-                keys = (source_key, completed, self.key("completed", chain, "log"))
-                route = (keys, expected, None)
+                completed = encode(self.key("completed", chain))
+                log = encode(self.key("completed", chain, "log"))
+                route = ((source_key, completed, log), expected, None)
             elif destination is Table.IN_WORK:
                 raise TableError("requests enter In-Work only by claim()")
             else:
-                target = self._zset(destination, chain)
-                route = ((source_key, target, target), expected, self._code(destination))
+                target = encode(self._zset(destination, chain))
+                route = ((source_key, target, target), expected, encode(self._code(destination)))
             if len(self._routes) > 10_000:  # worker ids are unbounded over a long life
                 self._routes.clear()
             self._routes[route_key] = route
         return route
 
-    def _move_parts(self, move: Move, now: float) -> tuple[Sequence[str], list[Any]]:
+    def _move_parts(self, move: Move, now: float) -> tuple[Sequence[bytes], list[Any]]:
         request = move.request
         keys, expected, code = self._route(
             move.source, move.destination, move.worker_id, request.target_chain
@@ -427,9 +441,22 @@ class RelayTables:
             who = move.worker_id or request.submitted_by
             worker = _json_string(who) if type(who) is str else json.dumps(who)
             entry = f'{{"outcome":"{outcome}","completed_at":{now!r},"worker":{worker},"request":'
-            return keys, ["C", request.digest, expected, "", "0", entry]
-        args = ["M", request.digest, expected, code, repr(move.score), self._state_arg(request)]
-        return keys, args
+            return keys, [
+                self._complete_op,
+                request.digest,
+                expected,
+                self._no_code,
+                self._no_score,
+                entry,
+            ]
+        return keys, [
+            self._move_op,
+            request.digest,
+            expected,
+            code,
+            repr(move.score),
+            self._state_arg(request),
+        ]
 
     def apply(self, moves: Iterable[Move], *, now: float | None = None) -> list[bool]:
         """Apply moves; each is its own conditional step (one script call per 1,000 moves).
@@ -441,7 +468,7 @@ class RelayTables:
         pending = list(moves)
         applied: list[bool] = []
         for first in range(0, len(pending), MAX_PER_CALL):
-            keys = [self.key("loc"), self.key("req"), self.key("vaa")]
+            keys: list[Any] = [self.key("loc"), self.key("req"), self.key("vaa")]
             args: list[Any] = [repr(moment), self.completed_retention]
             for move in pending[first : first + MAX_PER_CALL]:
                 move_keys, move_args = self._move_parts(move, moment)
