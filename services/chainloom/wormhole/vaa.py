@@ -352,8 +352,7 @@ def parse_vaa(data: bytes | bytearray | memoryview) -> VAA:
     return vaa
 
 
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-_ONLY_HEX = re.compile(r"[0-9a-fA-F]+")
+_NOT_HEX = re.compile(r"[^0-9a-fA-F]")
 
 
 def decode_vaa_text(text: str) -> bytes:
@@ -373,13 +372,14 @@ def decode_vaa_text(text: str) -> bytes:
         data = bytes.fromhex(candidate)
         if len(data) * 2 == len(candidate):
             return data
-    if _ONLY_HEX.fullmatch(candidate):
+    first_bad = _NOT_HEX.search(candidate)  # the first non-hex character, found in C
+    if first_bad is None:  # only hex digits
         if len(candidate) % 2:
             raise VAAEncodingError(f"bad hex: odd number of hex digits ({len(candidate)})")
         return bytes.fromhex(candidate)
     if stripped[:2] in ("0x", "0X") or not stripped.startswith("AQ"):
         # A version-1 VAA in base64 always starts with "AQ"; anything else was meant as hex.
-        position, bad = next((i, ch) for i, ch in enumerate(candidate) if ch not in _HEX_DIGITS)
+        position, bad = first_bad.start(), first_bad.group()
         raise VAAEncodingError(
             f"bad hex: {bad!r} at position {position} is not a hex digit "
             "(and the text is not base64 of a VAA, which starts with 'AQ')"

@@ -158,6 +158,8 @@ def test_text_forms():
         ("0x01zz", "bad hex: 'z' at position 2"),
         ("hello", "bad hex: 'h' at position 0"),
         ("01 00", "bad hex: ' ' at position 2"),
+        ("0x" + "ab" * 1000 + "\n" + "cd", "bad hex: '\\\\n' at position 2000"),
+        ("0X" + "ab" * 1000 + "\u00e9", "bad hex: '\u00e9' at position 2000"),
         ("AQ!!", "neither hex nor base64"),
     ],
 )
