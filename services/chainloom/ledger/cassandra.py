@@ -185,10 +185,19 @@ class _Insert:
     ``PreparedStatement.bind`` does, but without building a ``BoundStatement`` per row.
     """
 
-    __slots__ = ("_serializers", "keyspace", "query_id", "routing_index", "statement")
+    __slots__ = (
+        "_blob_indexes",
+        "_fixed_size",
+        "_serializers",
+        "keyspace",
+        "query_id",
+        "routing_index",
+        "statement",
+    )
 
     def __init__(self, statement: Any) -> None:
-        from cassandra.cqltypes import BytesType
+        from cassandra.cqltypes import BooleanType, BytesType, LongType
+        from cassandra.marshal import int8_pack, int64_pack
 
         protocol_version = statement.protocol_version
         self.statement = statement
@@ -201,25 +210,41 @@ class _Insert:
         indexes: list[int] = list(statement.routing_key_indexes or ())
         self.routing_index: int | None = indexes[0] if len(indexes) == 1 else None
         """The value that is the partition key (a single-column one), else None."""
+        # The column types' own serializers; for blob, bigint and boolean the functions
+        # those call (``bytes``, ``int64_pack``, ``int8_pack``), without the extra call.
         serializers: list[Callable[[Any], bytes]] = []
         for column in columns:
             if column.type is BytesType:
                 serializers.append(bytes)
+            elif column.type is LongType:
+                serializers.append(int64_pack)
+            elif column.type is BooleanType:
+                serializers.append(int8_pack)
             else:
                 serializers.append(functools.partial(_serialize, column.type, protocol_version))
         self._serializers = tuple(serializers)
+        blobs = [i for i, column in enumerate(columns) if column.type is BytesType]
+        self._blob_indexes = tuple(blobs)
+        self._fixed_size = 16 * (len(columns) - len(blobs))
 
-    def encode(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The serialized values (None stays None), in the statement's column order."""
-        if len(values) != len(self._serializers):
+    def encode(self, values: tuple[Any, ...]) -> tuple[list[Any], int]:
+        """The serialized values (None stays None) in column order, and the row's payload
+        size as :func:`_payload_size` counts it (a value of another column is never bytes)."""
+        serializers = self._serializers
+        if len(values) != len(serializers):
             raise BackendError(
                 f"{self.statement.query_string.split('(')[0].strip()}: expected "
-                f"{len(self._serializers)} values, got {len(values)}"
+                f"{len(serializers)} values, got {len(values)}"
             )
-        return tuple(
+        size = self._fixed_size
+        for index in self._blob_indexes:
+            value = values[index]
+            size += len(value) if isinstance(value, bytes) else 16
+        encoded = [
             None if value is None else serialize(value)
-            for serialize, value in zip(self._serializers, values, strict=True)
-        )
+            for serialize, value in zip(serializers, values, strict=True)
+        ]
+        return encoded, size
 
 
 def _serialize(column_type: Any, protocol_version: int, value: Any) -> bytes:
@@ -248,7 +273,7 @@ class _WriteQueue:
         self._consistency = consistency
         self._new_batch = BatchStatement
         self._unlogged = BatchType.UNLOGGED
-        self._buffer: list[tuple[_Insert, tuple[Any, ...], tuple[Any, ...]]] = []
+        self._buffer: list[tuple[_Insert, tuple[Any, ...], list[Any]]] = []
         self._buffer_bytes = 0
         self._buffer_lock = threading.Lock()
         self._pending = 0
@@ -259,8 +284,7 @@ class _WriteQueue:
         self.peak_in_flight = 0
 
     def submit(self, insert: _Insert, values: tuple[Any, ...]) -> None:
-        size = _payload_size(values)
-        encoded = insert.encode(values)
+        encoded, size = insert.encode(values)
         batches = []
         with self._buffer_lock:
             if self._buffer and self._buffer_bytes + size > BATCH_BYTES:
@@ -279,11 +303,11 @@ class _WriteQueue:
         if items:
             self._send_new(items)
 
-    def _take(self) -> list[tuple[_Insert, tuple[Any, ...], tuple[Any, ...]]]:
+    def _take(self) -> list[tuple[_Insert, tuple[Any, ...], list[Any]]]:
         items, self._buffer, self._buffer_bytes = self._buffer, [], 0
         return items
 
-    def _send_new(self, items: list[tuple[_Insert, tuple[Any, ...], tuple[Any, ...]]]) -> None:
+    def _send_new(self, items: list[tuple[_Insert, tuple[Any, ...], list[Any]]]) -> None:
         self._slots.acquire()
         with self._idle:
             self._pending += 1
