@@ -388,9 +388,43 @@ def after_rollback(request: RelayRequest, *, now: float) -> RelayRequest:
     )
 
 
+_new = object.__new__
+(
+    _set_digest,
+    _set_vaa,
+    _set_target_chain,
+    _set_emitter_chain,
+    _set_sequence,
+    _set_retries,
+    _set_next_attempt_at,
+    _set_last_error,
+    _set_enqueued_at,
+    _set_submission_id,
+    _set_submitted_by,
+    _set_rollbacks,
+) = (RelayRequest.__dict__[name].__set__ for name in RelayRequest.__slots__)
+
+
 def after_submission(request: RelayRequest, submission_id: str, worker_id: str) -> RelayRequest:
     """A successful submission: the request as stored in Pending Confirmation."""
-    # Spelled out instead of dataclasses.replace: this runs once per relayed request.
+    # This runs once per relayed request. The new request differs from a validated one only in
+    # two texts that __post_init__ does not check, so its slots are filled directly (a third of
+    # the cost of __init__).
+    if type(request) is RelayRequest:
+        new: RelayRequest = _new(RelayRequest)
+        _set_digest(new, request.digest)
+        _set_vaa(new, request.vaa)
+        _set_target_chain(new, request.target_chain)
+        _set_emitter_chain(new, request.emitter_chain)
+        _set_sequence(new, request.sequence)
+        _set_retries(new, request.retries)
+        _set_next_attempt_at(new, request.next_attempt_at)
+        _set_last_error(new, request.last_error)
+        _set_enqueued_at(new, request.enqueued_at)
+        _set_submission_id(new, submission_id)
+        _set_submitted_by(new, worker_id)
+        _set_rollbacks(new, request.rollbacks)
+        return new
     return RelayRequest(
         request.digest,
         request.vaa,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -215,3 +216,12 @@ def test_stored_states_outside_the_usual_shape_read_as_json_loads_reads_them():
         RelayRequest.from_state(text + "{}", value.vaa)
     with pytest.raises(RequestFormatError, match="not JSON"):
         RelayRequest.from_state(text.encode()[:-1] + b"\xff", value.vaa)
+
+
+def test_after_submission_is_the_request_with_the_submission_recorded():
+    original = request(retries=2, last_error="x", rollbacks=1, next_attempt_at=3.5)
+    pending = after_submission(original, "0xsub", "2:0x00")
+    assert pending == replace(original, submission_id="0xsub", submitted_by="2:0x00")
+    assert type(pending) is RelayRequest
+    assert original.submission_id is None  # unchanged
+    assert pending.state_json() == json.dumps(pending._state(), separators=(",", ":"))
