@@ -5,6 +5,7 @@ from :class:`ChainloomError`, so a caller can catch "anything chainloom refused"
 and still tell a malformed VAA from a store outage::
 
     ChainloomError
+    ├── InvalidBackoffError          a chainloom.backoff.Backoff with impossible settings
     ├── chainloom.stack.errors.StackError
     ├── chainloom.wormhole.errors.WormholeError
     ├── chainloom.eventstore.errors.EventStoreError
@@ -17,3 +18,10 @@ from __future__ import annotations
 
 class ChainloomError(Exception):
     """Base class of every error chainloom raises deliberately."""
+
+
+class InvalidBackoffError(ChainloomError, ValueError):
+    """A :class:`chainloom.backoff.Backoff` was given settings it cannot honour.
+
+    Also a :class:`ValueError`, so callers that caught ``ValueError`` keep working.
+    """

@@ -19,6 +19,7 @@ import bisect
 import csv
 import io
 import json
+import math
 import time
 import urllib.error
 import urllib.parse
@@ -28,6 +29,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Protocol
 
+from chainloom.backoff import Backoff
 from chainloom.eventstore.enrichment import AssetInfo
 from chainloom.eventstore.errors import PriceSourceError
 
@@ -179,7 +181,7 @@ class HttpPriceSource:
         self._timeout = timeout
         self._window = window
         self._retries = retries
-        self._backoff = backoff
+        self._backoff = Backoff(initial=backoff, maximum=math.inf)
         self._coin_list: list[dict[str, Any]] | None = None
         self._cache: dict[tuple[str, int], Decimal | None] = {}
         self.requests = 0
@@ -200,12 +202,12 @@ class HttpPriceSource:
                     return json.loads(response.read(), parse_float=Decimal)
             except urllib.error.HTTPError as error:
                 if error.code in (429, 500, 502, 503, 504) and attempt < self._retries:
-                    time.sleep(self._backoff * 2**attempt)
+                    time.sleep(self._backoff.delay(attempt))
                     continue
                 raise PriceSourceError(f"price API {url}: HTTP {error.code}") from None
             except (urllib.error.URLError, TimeoutError, OSError) as error:
                 if attempt < self._retries:
-                    time.sleep(self._backoff * 2**attempt)
+                    time.sleep(self._backoff.delay(attempt))
                     continue
                 raise PriceSourceError(f"price API {url}: {error}") from None
             except json.JSONDecodeError:

@@ -31,6 +31,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
+from chainloom.backoff import Backoff
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.cells import asset_info
@@ -79,7 +80,7 @@ class WriterConfig:
     backoff_initial: float = 0.2
     """First back-off delay in seconds; doubles per attempt."""
     backoff_max: float = 5.0
-    """Longest back-off delay."""
+    """Longest back-off delay (at least ``backoff_initial``)."""
     conditional_workers: int = 64
     """Check-and-mutate calls in flight at once for rows reaching quorum (one client thread
     issues them all as gRPC futures)."""
@@ -90,6 +91,14 @@ class WriterConfig:
     unary call per new row, and safe only when each message id has a single writer
     (writers partitioned by row key, as the bench and a keyed stream do).
     """
+
+    def __post_init__(self) -> None:
+        _ = self.backoff  # impossible back-off settings are refused here, not mid-outage
+
+    @property
+    def backoff(self) -> Backoff:
+        """The delays between attempts of one flush (doubling, no jitter)."""
+        return Backoff(initial=self.backoff_initial, maximum=self.backoff_max)
 
 
 @dataclass(slots=True)
@@ -350,15 +359,14 @@ class EventWriter:
 
     def _with_retries(self, operation: Callable[[], Any], pending: Callable[[], int]) -> Any:
         transient = _transient_errors()
-        delay = self.config.backoff_initial
+        backoff = self.config.backoff
         for attempt in range(1, self.config.max_attempts + 1):
             try:
                 return operation()
             except transient as error:
                 if attempt == self.config.max_attempts:
                     raise StoreUnavailableError(attempt, pending(), error) from error
-                self._sleep(delay)
-                delay = min(delay * 2, self.config.backoff_max)
+                self._sleep(backoff.delay(attempt - 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _write_batch(

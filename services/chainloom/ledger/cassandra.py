@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from chainloom.backoff import Backoff
 from chainloom.ledger.backend import (
     BackendInterface,
     check_key,
@@ -171,6 +172,11 @@ _QUERY_TEMPLATES = {
 
 
 BATCH_BYTES = 24 * 1024
+
+_WRITE_BACKOFF = Backoff(initial=0.001, maximum=1.0)
+"""Waits before re-sending a write that timed out or found no replica."""
+_RANGE_BACKOFF = Backoff(initial=0.01, maximum=1.0)
+"""Waits before retrying a ledger_range update whose outcome is unknown."""
 """Payload bytes per batch at most, well under Cassandra's 50 KiB ``batch_size_fail_threshold``."""
 
 
@@ -357,7 +363,7 @@ class _WriteQueue:
         transient = transient or isinstance(error, NoHostAvailable)
         if transient and attempt < self._retries:
             self.retried += 1
-            delay = min(0.001 * 2**attempt, 1.0)
+            delay = _WRITE_BACKOFF.delay(attempt)
             timer = threading.Timer(delay, self._send, (request, count, attempt + 1))
             timer.daemon = True
             timer.start()
@@ -773,7 +779,7 @@ class CassandraBackend(BackendInterface):
             except (WriteTimeout, OperationTimedOut):
                 # The LWT may or may not have applied; retrying tells us which.
                 uncertain = True
-                time.sleep(min(0.01 * 2**attempt, 1.0))
+                time.sleep(_RANGE_BACKOFF.delay(attempt))
                 continue
             except Exception as error:
                 raise BackendError(

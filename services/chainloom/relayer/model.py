@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from chainloom.backoff import Backoff
 from chainloom.relayer.errors import RequestFormatError
 
 #: Version of the stored JSON form; bumped (with a new key prefix) if the form ever changes.
@@ -339,10 +340,14 @@ class RetryPolicy:
         if not 0.0 <= self.jitter <= 1.0:
             raise ValueError(f"jitter must be within [0, 1], got {self.jitter}")
 
+    @property
+    def schedule(self) -> Backoff:
+        """The delays as a :class:`chainloom.backoff.Backoff` (doubling from ``base_delay``)."""
+        return Backoff(initial=self.base_delay, maximum=self.max_delay, jitter=self.jitter)
+
     def backoff(self, retries: int, rng: random.Random) -> float:
         """Seconds to wait before attempt ``retries + 1`` (``retries`` >= 1 failures so far)."""
-        ceiling = min(self.max_delay, self.base_delay * 2.0 ** max(0, retries - 1))
-        return ceiling * (1.0 - self.jitter) + ceiling * self.jitter * rng.random()
+        return self.schedule.delay(max(0, retries - 1), rng)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import grpc
 import grpc.aio
 
+from chainloom.backoff import Backoff as BackoffSchedule
 from chainloom.relayer.errors import SpyError
 from chainloom.relayer.spy_server import METHOD_NAME, SERVICE_NAME, EmitterKey
 from chainloom.rpc.generated.spy.v1 import spy_pb2
@@ -35,7 +36,11 @@ OVERFLOW_POLICIES = ("block", "drop")
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Exponential backoff with jitter between reconnection attempts."""
+    """Exponential backoff with jitter between reconnection attempts.
+
+    The settings of a :class:`chainloom.backoff.Backoff`, checked here so that bad ones raise
+    :class:`SpyError`.
+    """
 
     initial: float = 0.1
     """Delay before the first reconnection, in seconds."""
@@ -53,9 +58,9 @@ class Backoff:
             raise SpyError("backoff needs multiplier >= 1 and 0 <= jitter <= 1")
 
     def delay(self, attempt: int, rng: random.Random) -> float:
-        """The wait before reconnection attempt ``attempt`` (0-based)."""
-        base = min(self.maximum, self.initial * self.multiplier ** min(attempt, 64))
-        return base * (1.0 - self.jitter * rng.random())
+        """The wait before reconnection attempt ``attempt`` (0-based; growth stops at 64)."""
+        schedule = BackoffSchedule(self.initial, self.maximum, self.multiplier, self.jitter)
+        return schedule.delay(min(attempt, 64), rng)
 
 
 @dataclass(slots=True)

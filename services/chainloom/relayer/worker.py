@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from chainloom.backoff import Backoff
 from chainloom.relayer.adapters import ChainAdapter
 from chainloom.relayer.errors import LeaseLostError, UnknownSubmissionError
 from chainloom.relayer.model import (
@@ -47,6 +48,9 @@ from chainloom.relayer.tables import Move, RelayTables
 from chainloom.relayer.wallet import Wallet
 
 logger = logging.getLogger("chainloom.relayer.worker")
+
+_REDIS_BACKOFF = Backoff(initial=0.1, maximum=5.0)
+"""Waits between attempts while Redis is unreachable (0.1 s doubling to 5 s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,11 +210,13 @@ class Worker:
 
     def _start_when_possible(self) -> bool:
         """:meth:`start`, retrying while Redis is unreachable; False when stopped meanwhile."""
-        delay = 0.1
+        failures = 0
         while not self._stop.is_set():
             try:
                 self.start()
             except redis.RedisError as exc:
+                delay = _REDIS_BACKOFF.delay(failures)
+                failures += 1
                 logger.warning(
                     "worker %s: Redis unreachable at start (%s); retrying in %.1f s",
                     self.worker_id,
@@ -218,7 +224,6 @@ class Worker:
                     delay,
                 )
                 self._stop.wait(delay)
-                delay = min(delay * 2, 5.0)
             except LeaseLostError:
                 if self._stop.is_set():
                     return False
@@ -237,7 +242,7 @@ class Worker:
         if not self._start_when_possible():
             return self.counters
         idle_since = time.monotonic()
-        delay = 0.0
+        redis_failures = 0  # in a row; a successful step resets it
         try:
             while not self._stop.is_set():
                 try:
@@ -252,7 +257,8 @@ class Worker:
                         break
                     continue
                 except redis.RedisError as exc:
-                    delay = min(max(delay * 2, 0.1), 5.0)
+                    delay = _REDIS_BACKOFF.delay(redis_failures)
+                    redis_failures += 1
                     logger.warning(
                         "worker %s: Redis error (%s); retrying in %.1f s",
                         self.worker_id,
@@ -262,7 +268,7 @@ class Worker:
                     self._recover = True
                     self._stop.wait(delay)
                     continue
-                delay = 0.0
+                redis_failures = 0
                 if done:
                     idle_since = time.monotonic()
                     continue
