@@ -155,7 +155,7 @@ def put(
     Prints how many rows were new, updated, unchanged and conflicting; exits 2 if any input
     was refused (each named on stderr), after storing the others.
     """
-    from chainloom.cli.vaa import _inputs, _known_emitters, _load_sets, _preview
+    from chainloom.cli._common import each_input, known_emitters, load_guardian_sets, preview
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.errors import EventStoreError, UnverifiedVAAError
     from chainloom.eventstore.writer import EventWriter
@@ -164,11 +164,11 @@ def put(
 
     settings = _settings(ctx)
     try:
-        sets = _load_sets(guardian_set)
+        sets = load_guardian_sets(guardian_set)
     except (WormholeError, ValueError) as error:
         _fail(f"--guardian-set {guardian_set}: {error}")
     prices = _price_source(price_file, price_api)
-    entries = list(_inputs(inputs, sys.stdin))
+    entries = list(each_input(inputs, sys.stdin))
     if tx_id and len(entries) != 1:
         _fail("--tx-id needs exactly one input")
     refused = 0
@@ -176,7 +176,7 @@ def put(
         writer = EventWriter(
             tables,
             sets,
-            emitters=_known_emitters(),
+            emitters=known_emitters(),
             prices=prices,
             signature_cache=SignatureCache(),
         )
@@ -188,7 +188,7 @@ def put(
                     refused += 1
                     writer.summary.refused += 1
                     writer.summary.refusals.append((label, str(error)))
-                    click.echo(f"error: {label} ({_preview(text)}): {error}", err=True)
+                    click.echo(f"error: {label} ({preview(text)}): {error}", err=True)
             writer.close()
         except EventStoreError as error:
             _fail(str(error))

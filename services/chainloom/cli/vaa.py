@@ -9,59 +9,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Iterable
+from typing import TextIO
 
 import click
 
-if TYPE_CHECKING:
-    from chainloom.wormhole import GuardianSets, KnownEmitters
-
-_PREVIEW = 24
-
-
-def _inputs(values: tuple[str, ...], stdin: TextIO) -> Iterator[tuple[str, str]]:
-    """(label, text) for each input: arguments, or lines of stdin for ``-`` / none."""
-    if not values:
-        values = ("-",)
-    position = 0
-    for value in values:
-        if value == "-":
-            for line in stdin:
-                if line.strip():
-                    position += 1
-                    yield f"input {position}", line.strip()
-        else:
-            position += 1
-            yield f"input {position}", value
-
-
-def _preview(text: str) -> str:
-    return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "..."
-
-
-def _load_sets(spec: str) -> GuardianSets:
-    from chainloom.wormhole import DevGuardians, GuardianSets
-
-    if spec == "mainnet":
-        return GuardianSets.mainnet()
-    if spec == "devnet":
-        return GuardianSets.devnet()
-    if spec == "dev" or spec.startswith("dev:"):
-        count = int(spec[4:]) if spec.startswith("dev:") else 19
-        return DevGuardians(count=count).sets(0)
-    return GuardianSets.from_file(spec)
-
-
-def _known_emitters() -> KnownEmitters:
-    from chainloom.wormhole import CHAINS, devnet_emitters, mainnet_emitters
-
-    mainnet = mainnet_emitters()
-    return (
-        devnet_emitters()
-        .with_extra(token_bridge=mainnet.token_bridge, nft_bridge=mainnet.nft_bridge)
-        .with_dev_emitters(c for c in CHAINS if c)
-    )
+from chainloom.cli._common import each_input, known_emitters, load_guardian_sets, preview
 
 
 @click.group()
@@ -102,20 +55,20 @@ def decode(
     sets = None
     if verify:
         try:
-            sets = _load_sets(guardian_set)
+            sets = load_guardian_sets(guardian_set)
         except (WormholeError, ValueError) as error:
             click.echo(f"error: --guardian-set {guardian_set}: {error}", err=True)
             sys.exit(2)
-    emitters = _known_emitters()
+    emitters = known_emitters()
     cache = SignatureCache()
     failed = False
     out = sys.stdout
-    for label, text in _inputs(inputs, sys.stdin):
+    for label, text in each_input(inputs, sys.stdin):
         try:
             parsed = parse_vaa_text(text)
         except WormholeError as error:
             failed = True
-            click.echo(f"error: {label} ({_preview(text)}): {error}", err=True)
+            click.echo(f"error: {label} ({preview(text)}): {error}", err=True)
             continue
         verification = verify_vaa(parsed, sets, now=now, cache=cache) if sets else None
         view = vaa_to_json(parsed, decode_payload(parsed, emitters=emitters), verification)
@@ -204,7 +157,7 @@ def guardian_set_command(source: str) -> None:
     from chainloom.wormhole.errors import WormholeError
 
     try:
-        sets = _load_sets(source)
+        sets = load_guardian_sets(source)
     except (WormholeError, ValueError) as error:
         click.echo(f"error: --source {source}: {error}", err=True)
         sys.exit(2)
