@@ -6,6 +6,7 @@ and still tell a malformed VAA from a store outage::
 
     ChainloomError
     ├── InvalidBackoffError          a chainloom.backoff.Backoff with impossible settings
+    ├── Base58Error                  text that is not base58 in the alphabet given
     ├── chainloom.stack.errors.StackError
     ├── chainloom.wormhole.errors.WormholeError
     ├── chainloom.eventstore.errors.EventStoreError
@@ -25,3 +26,15 @@ class InvalidBackoffError(ChainloomError, ValueError):
 
     Also a :class:`ValueError`, so callers that caught ``ValueError`` keep working.
     """
+
+
+class Base58Error(ChainloomError, ValueError):
+    """Text is not base58 in the alphabet given (or the alphabet itself is unusable).
+
+    Also a :class:`ValueError`, so callers that caught ``ValueError`` keep working.
+    """
+
+    def __init__(self, message: str, *, character: str | None = None) -> None:
+        super().__init__(message)
+        self.character = character
+        """The first character outside the alphabet, when that is the problem."""

@@ -9,6 +9,7 @@ the CLI all print the same thing. Obsolete ids stay: historical VAAs carry them.
 
 from __future__ import annotations
 
+from chainloom import base58
 from chainloom.wormhole.errors import UnknownChainError
 from chainloom.wormhole.hashing import keccak256
 
@@ -180,31 +181,14 @@ def checksum_address(address20: bytes) -> str:
     )
 
 
-_BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_BASE58_INDEX = {ch: i for i, ch in enumerate(_BASE58_ALPHABET)}
-
-
 def base58_encode(data: bytes) -> str:
     """Bitcoin-alphabet base58, as Solana writes public keys."""
-    number = int.from_bytes(data, "big")
-    digits = []
-    while number:
-        number, remainder = divmod(number, 58)
-        digits.append(_BASE58_ALPHABET[remainder])
-    leading_zeros = len(data) - len(data.lstrip(b"\x00"))
-    return "1" * leading_zeros + "".join(reversed(digits))
+    return base58.encode(data, base58.BITCOIN_ALPHABET)
 
 
 def base58_decode(text: str, *, length: int | None = None) -> bytes:
     """Bytes of a base58 string (optionally left-padded to ``length``)."""
-    number = 0
-    for ch in text:
-        if ch not in _BASE58_INDEX:
-            raise ValueError(f"{ch!r} is not a base58 digit")
-        number = number * 58 + _BASE58_INDEX[ch]
-    leading_ones = len(text) - len(text.lstrip("1"))
-    body = number.to_bytes((number.bit_length() + 7) // 8, "big") if number else b""
-    data = b"\x00" * leading_ones + body
+    data = base58.decode(text, base58.BITCOIN_ALPHABET)
     if length is not None:
         if len(data) > length:
             raise ValueError(f"base58 value has {len(data)} bytes, more than {length}")

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 
+from chainloom import base58
+from chainloom.errors import Base58Error
 from chainloom.ledger.xrpl.errors import XrplBinaryError
 
-ALPHABET = "rpshnaf39wBUDNEGHJKLM4PQRST7VWXYZ2bcdeCg65jkm8oFqi1tuvAxyz"
-_INDEX = {c: i for i, c in enumerate(ALPHABET)}
+ALPHABET = base58.XRPL_ALPHABET
 _ACCOUNT_PREFIX = b"\x00"
 
 
@@ -24,27 +25,17 @@ def encode_account(account_id: bytes) -> str:
     if len(account_id) != 20:
         raise XrplBinaryError(f"an AccountID is 20 bytes, got {len(account_id)}")
     payload = _ACCOUNT_PREFIX + account_id
-    data = payload + _checksum(payload)
-    number = int.from_bytes(data, "big")
-    chars: list[str] = []
-    while number:
-        number, digit = divmod(number, 58)
-        chars.append(ALPHABET[digit])
-    leading = len(data) - len(data.lstrip(b"\x00"))
-    return ALPHABET[0] * leading + "".join(reversed(chars))
+    return base58.encode(payload + _checksum(payload), ALPHABET)
 
 
 def decode_account(address: str) -> bytes:
     """The 20-byte AccountID of a classic address; a clear error for anything else."""
-    number = 0
-    for char in address:
-        digit = _INDEX.get(char)
-        if digit is None:
-            raise XrplBinaryError(f"{address!r} is not an XRPL address (bad character {char!r})")
-        number = number * 58 + digit
-    leading = len(address) - len(address.lstrip(ALPHABET[0]))
-    body = number.to_bytes((number.bit_length() + 7) // 8, "big") if number else b""
-    data = b"\x00" * leading + body
+    try:
+        data = base58.decode(address, ALPHABET)
+    except Base58Error as error:
+        raise XrplBinaryError(
+            f"{address!r} is not an XRPL address (bad character {error.character!r})"
+        ) from None
     if len(data) != 25 or data[:1] != _ACCOUNT_PREFIX or _checksum(data[:21]) != data[21:]:
         raise XrplBinaryError(f"{address!r} is not a valid XRPL classic address")
     return data[1:21]
