@@ -87,6 +87,20 @@ def stored_header_blob(header: LedgerHeader, blob: bytes) -> bytes:
     return header.serialize(include_hash=True)
 
 
+def range_from_rows(low: int | None, high: int | None) -> LedgerRange | None:
+    """The range the two ``ledger_range`` rows (min and max) describe, as both backends store it.
+
+    None when neither row exists; min = max when only one does.
+    """
+    if low is None and high is None:
+        return None
+    low = high if low is None else low
+    high = low if high is None else high
+    assert low is not None
+    assert high is not None
+    return LedgerRange(min(low, high), max(low, high))
+
+
 def quality_next(book_base: bytes) -> bytes:
     """The first key after every directory of the book (the base plus 2^64)."""
     value = int.from_bytes(book_base, "big") + (1 << 64)

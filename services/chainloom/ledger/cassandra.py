@@ -33,6 +33,7 @@ from chainloom.ledger.backend import (
     check_key,
     check_limit,
     check_sequence,
+    range_from_rows,
     stored_header_blob,
 )
 from chainloom.ledger.config import CassandraConfig
@@ -490,14 +491,7 @@ class CassandraBackend(BackendInterface):
 
     def _do_fetch_ledger_range(self) -> LedgerRange | None:
         rows = {row.is_latest: row.sequence for row in self._read("select_range")}
-        low, high = rows.get(False), rows.get(True)
-        if low is None and high is None:
-            return None
-        low = high if low is None else low
-        high = low if high is None else high
-        assert low is not None
-        assert high is not None
-        return LedgerRange(min(low, high), max(low, high))
+        return range_from_rows(rows.get(False), rows.get(True))
 
     # ------------------------------------------------------------------ ledgers
 

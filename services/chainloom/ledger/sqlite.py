@@ -24,6 +24,7 @@ from chainloom.ledger.backend import (
     check_key,
     check_limit,
     check_sequence,
+    range_from_rows,
     stored_header_blob,
 )
 from chainloom.ledger.config import SqliteConfig
@@ -192,14 +193,7 @@ class SqliteBackend(BackendInterface):
     def _do_fetch_ledger_range(self) -> LedgerRange | None:
         with self._reading() as db:
             rows = dict(db.execute("SELECT is_latest, sequence FROM ledger_range").fetchall())
-        low, high = rows.get(0), rows.get(1)
-        if low is None and high is None:
-            return None
-        low = high if low is None else low
-        high = low if high is None else high
-        assert low is not None
-        assert high is not None
-        return LedgerRange(min(low, high), max(low, high))
+        return range_from_rows(rows.get(0), rows.get(1))
 
     # ------------------------------------------------------------------ ledgers
 

@@ -12,11 +12,12 @@ from chainloom.ledger.backend import (
     directory_page_key,
     make_backend,
     quality_next,
+    range_from_rows,
 )
 from chainloom.ledger.config import BackendConfig, CassandraConfig
 from chainloom.ledger.errors import LedgerConfigError, LedgerInputError
 from chainloom.ledger.sqlite import SqliteBackend
-from chainloom.ledger.types import LAST_KEY
+from chainloom.ledger.types import LAST_KEY, LedgerRange
 
 
 def test_unknown_database_type_is_a_clear_error(tmp_path):
@@ -153,3 +154,11 @@ def test_read_only_sqlite_reads_but_refuses_writes(tmp_path):
 def test_write_batch_size_must_be_positive():
     with pytest.raises(LedgerConfigError, match="write_batch_size"):
         BackendConfig.from_mapping({"type": "cassandra", "cassandra": {"write_batch_size": 0}})
+
+
+def test_the_range_rows_give_the_range_and_one_row_alone_is_both_ends():
+    assert range_from_rows(None, None) is None
+    assert range_from_rows(5, 9) == LedgerRange(5, 9)
+    assert range_from_rows(None, 9) == LedgerRange(9, 9)
+    assert range_from_rows(5, None) == LedgerRange(5, 5)
+    assert range_from_rows(9, 5) == LedgerRange(5, 9)
