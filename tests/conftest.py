@@ -180,12 +180,13 @@ def cassandra_keyspace(cassandra_address: tuple[str, int]) -> Iterator[str]:
     session = cluster.connect()
     session.execute(
         f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', "
-        "'replication_factor': 1}"
+        "'replication_factor': 1}",
+        timeout=120,  # schema changes can be slow on a busy 2-core machine
     )
     try:
         yield name
     finally:
-        session.execute(f"DROP KEYSPACE IF EXISTS {name}")
+        session.execute(f"DROP KEYSPACE IF EXISTS {name}", timeout=120)
         cluster.shutdown()
 
 

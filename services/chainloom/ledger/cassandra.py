@@ -425,7 +425,8 @@ class CassandraBackend(BackendInterface):
                 for statement in schema_statements(
                     config.keyspace, config.replication_factor, config.table_prefix
                 ):
-                    self._session.execute(statement)
+                    # Schema changes wait for agreement; give them longer than a data request.
+                    self._session.execute(statement, timeout=max(config.request_timeout, 60.0))
             prefix = f"{config.keyspace}.{config.table_prefix}"
             self._statements = {
                 name: self._session.prepare(query) for name, query in _queries(prefix).items()

@@ -87,7 +87,9 @@ def own_keyspace(
 
     cluster = Cluster([host], port=port, protocol_version=5)
     try:
-        cluster.connect().execute(f"DROP KEYSPACE IF EXISTS {config.cassandra.keyspace}")
+        cluster.connect().execute(
+            f"DROP KEYSPACE IF EXISTS {config.cassandra.keyspace}", timeout=120
+        )
     finally:
         cluster.shutdown()
 
