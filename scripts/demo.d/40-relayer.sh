@@ -2,6 +2,8 @@
 # transfers in Redis; one worker per target chain redeems them on a simulated chain.
 set -euo pipefail
 cd "$CHAINLOOM_DEMO_DIR"
+# The spy server and the listener run in the background for this step only.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 chains="1 2 4 5 6 23 24 30"
 # A database of its own (15), emptied first, so the demo can run again on a running stack.
 redis_url="${CHAINLOOM_REDIS_URL%/*}/15"

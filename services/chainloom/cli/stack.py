@@ -72,7 +72,10 @@ def up(only: str | None, full: bool) -> None:
 @stack.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def status(as_json: bool) -> None:
-    """Check each recorded component with a real round trip and show a table."""
+    """Check each recorded component with a real round trip and show a table.
+
+    Exits 1 when nothing is running or any component is unhealthy.
+    """
     rows = manager.status()
     if as_json:
         import json
@@ -85,7 +88,8 @@ def status(as_json: bool) -> None:
             healthy = "[green]yes[/green]" if row.healthy else f"[red]no[/red] {row.detail}"
             table.add_row(row.name, row.version, row.address, str(row.pid or "-"), healthy)
         Console().print(table if rows else "nothing is running (try: chainloom stack up)")
-    if any(not row.healthy for row in rows):
+    # Exit status for scripts: 0 only when something runs and all of it is healthy.
+    if not rows or any(not row.healthy for row in rows):
         sys.exit(1)
 
 

@@ -66,3 +66,6 @@ def test_up_status_env_down(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert not [pid for pid in pids if _process.alive(pid)]
     assert json.loads((tmp_path / "run" / "state.json").read_text()) == {}
+    after = _chainloom(env, "stack", "status")
+    assert after.returncode == 1
+    assert "nothing is running" in after.stdout
