@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import abc
 import importlib
-import struct
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -49,6 +48,9 @@ from chainloom.ledger.types import (
     TransactionsCursor,
     sha512_half,
 )
+from chainloom.ledger.xrpl import binary
+from chainloom.ledger.xrpl import fields as sf
+from chainloom.ledger.xrpl.errors import XrplBinaryError
 
 DIRECTORY_NAMESPACE = b"\x00\x64"
 """Keylet space of directory nodes (``'d'``): page n is SHA512Half(space || root || n)."""
@@ -119,76 +121,20 @@ def directory_page_key(root: bytes, index: int) -> bytes:
     return sha512_half(DIRECTORY_NAMESPACE + root + index.to_bytes(8, "big"))
 
 
-# Serialized field sizes by type code (STI_*); None means "variable length" (VL prefix).
-_FIXED_SIZES = {1: 2, 2: 4, 3: 8, 4: 16, 5: 32, 16: 1, 17: 20, 20: 12, 21: 24, 22: 48, 23: 64}
-_VL_TYPES = {7, 8, 19}
-_TYPE_UINT64 = 3
-_TYPE_AMOUNT = 6
-_TYPE_VECTOR256 = 19
-_FIELD_INDEXES = 1  # sfIndexes: Vector256, field 1
-_FIELD_INDEX_NEXT = 1  # sfIndexNext: UInt64, field 1
-
-
-def _vl_length(blob: bytes, pos: int) -> tuple[int, int]:
-    first = blob[pos]
-    if first <= 192:
-        return first, pos + 1
-    if first <= 240:
-        return 193 + (first - 193) * 256 + blob[pos + 1], pos + 2
-    if first <= 254:
-        return 12481 + (first - 241) * 65536 + blob[pos + 1] * 256 + blob[pos + 2], pos + 3
-    raise LedgerInputError(f"invalid length prefix byte {first:#x} at offset {pos}")
-
-
 def directory_entries(blob: bytes, key: bytes = b"") -> tuple[list[bytes], int]:
-    """``(Indexes, IndexNext)`` of a serialized DirectoryNode (IndexNext 0 = last page).
-
-    A deliberately small STObject scanner: a directory holds only fixed-size and
-    length-prefixed fields, so skipping by type code is enough and much faster than a full
-    decode. Anything else is refused with the field's offset.
-    """
-    indexes: list[bytes] = []
-    index_next = 0
-    pos = 0
-    size = len(blob)
+    """``(Indexes, IndexNext)`` of a serialized DirectoryNode (IndexNext 0 = last page)."""
     try:
-        while pos < size:
-            header = blob[pos]
-            pos += 1
-            type_code = header >> 4
-            field_code = header & 0x0F
-            if type_code == 0:
-                type_code = blob[pos]
-                pos += 1
-            if field_code == 0:
-                field_code = blob[pos]
-                pos += 1
-            if type_code in _FIXED_SIZES:
-                width = _FIXED_SIZES[type_code]
-                if type_code == _TYPE_UINT64 and field_code == _FIELD_INDEX_NEXT:
-                    index_next = struct.unpack_from(">Q", blob, pos)[0]
-                pos += width
-            elif type_code == _TYPE_AMOUNT:
-                pos += 48 if blob[pos] & 0x80 else (33 if blob[pos] & 0x20 else 8)
-            elif type_code in _VL_TYPES:
-                length, pos = _vl_length(blob, pos)
-                if type_code == _TYPE_VECTOR256 and field_code == _FIELD_INDEXES:
-                    if length % 32:
-                        raise LedgerInputError(f"Indexes length {length} is not a multiple of 32")
-                    indexes = [bytes(blob[i : i + 32]) for i in range(pos, pos + length, 32)]
-                pos += length
-            else:
-                raise LedgerInputError(
-                    f"directory {key.hex().upper()}: unexpected field type {type_code} "
-                    f"at offset {pos}"
-                )
-    except (IndexError, struct.error) as error:
-        raise LedgerInputError(
-            f"directory {key.hex().upper()}: truncated at offset {pos}"
-        ) from error
-    if pos != size:
-        raise LedgerInputError(f"directory {key.hex().upper()}: truncated at offset {size}")
-    return indexes, index_next
+        node = binary.decode(blob)
+    except XrplBinaryError as error:
+        raise LedgerInputError(f"directory {key.hex().upper()}: {error}") from error
+    raw_indexes = node.get(sf.INDEXES, b"")
+    raw_next = node.get(sf.INDEX_NEXT, b"\x00" * 8)
+    if not isinstance(raw_indexes, bytes) or len(raw_indexes) % 32:
+        raise LedgerInputError(f"directory {key.hex().upper()}: Indexes is not a list of keys")
+    if not isinstance(raw_next, bytes) or len(raw_next) != 8:
+        raise LedgerInputError(f"directory {key.hex().upper()}: IndexNext is not a UInt64")
+    indexes = [raw_indexes[i : i + 32] for i in range(0, len(raw_indexes), 32)]
+    return indexes, int.from_bytes(raw_next, "big")
 
 
 class BackendInterface(abc.ABC):

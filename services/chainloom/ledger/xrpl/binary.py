@@ -91,7 +91,7 @@ def _read_object(  # noqa: PLR0912 (one flat loop: this is the hot path)
                     value_end = _skip_special(buf, pos, type_code, start)
                 if value_end > end:
                     raise XrplBinaryError(
-                        f"field {type_code}/{field_code} runs past the end of the blob",
+                        f"blob is truncated: field {type_code}/{field_code} runs past the end",
                         offset=start,
                     )
                 obj[field_key] = buf[pos:value_end]
