@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -518,11 +519,18 @@ def replay(dump: Path, listen: str, interval: float) -> None:
     from chainloom.ledger.sources.replay import ReplayServer
 
     server = ReplayServer(dump, interval=interval)
+
+    def stop(signum: int, frame: object) -> None:
+        del signum, frame
+        server.stop()
+
+    # Handlers of our own: SIGTERM is how Kubernetes stops a pod, and a SIGINT that the parent
+    # shell set to "ignored" (background jobs of a script) must still stop the server.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
     port = server.start(listen)
     click.echo(f"replaying {dump} on {listen.rpartition(':')[0]}:{port}", err=True)
     try:
         server.wait()
-    except KeyboardInterrupt:
-        pass
     finally:
         server.stop()

@@ -282,7 +282,12 @@ def test_replay_command_serves_a_dump_that_load_grpc_copies(dump: Path, tmp_path
                 "header", str(sequence), "--json", "--sqlite-path", str(from_file)
             )
     finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=30)
-        if server.stderr:
-            server.stderr.close()
+        server.send_signal(signal.SIGTERM)
+        try:
+            assert server.wait(timeout=30) == 0
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+            if server.stderr:
+                server.stderr.close()
