@@ -153,10 +153,12 @@ def run(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run a short command to completion, capturing its output as text."""
+    """Run a short command to completion (``stdin`` fed to it), capturing its output as text."""
     return subprocess.run(
         list(argv),
+        input=stdin,
         cwd=cwd,
         env={**os.environ, **(env or {})},
         capture_output=True,

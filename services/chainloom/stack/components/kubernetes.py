@@ -337,16 +337,7 @@ def _insecure_get(url: str, timeout: float = 3.0) -> bytes:
 
 def _kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
     binary = k8s_dir() / "bin" / "kubectl"
-    import subprocess
-
-    result = subprocess.run(
-        [str(binary), f"--kubeconfig={kubeconfig}", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run([str(binary), f"--kubeconfig={kubeconfig}", *args], stdin=stdin, timeout=60)
     if result.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
     return result.stdout
