@@ -12,6 +12,7 @@ caller catch "anything the relayer refused" in one place and still tell them apa
         ├── SpyError                  the spy stream, its filters or a replay source failed
         ├── WalletError               a wallet file is missing, unreadable or not a key
         ├── TableError                the Redis tables refused an operation
+        │   ├── TablesUnavailableError  Redis cannot be reached or failed (names address and cause)
         │   ├── LeaseLostError        this worker no longer holds its lease: stop, do not submit
         │   └── UnknownRequestError   no request with that digest is where it was expected
         └── AdapterError              a chain adapter failed
@@ -49,6 +50,15 @@ class WalletError(RelayerError):
 
 class TableError(RelayerError):
     """The Redis tables refused an operation."""
+
+
+class TablesUnavailableError(TableError):
+    """Redis could not be reached or failed mid-operation (refused, timed out, reset).
+
+    Raised by :mod:`chainloom.relayer.tables` in place of the client library's own errors, so
+    callers (the listener, the workers) never import ``redis`` to tell an outage from a refusal.
+    The message names the server's address and the cause.
+    """
 
 
 class LeaseLostError(TableError):
