@@ -54,7 +54,7 @@ def _settings(table: str) -> Any:
 def _store_once(table: str, prepared: list[Any], conditional: bool) -> dict[str, Any]:
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.writer import EventWriter, WriterConfig
-    from chainloom.wormhole import DevGuardians
+    from chainloom.testing.dev_guardians import DevGuardians
 
     with BigtableTables(_settings(table)) as tables:
         writer = EventWriter(
@@ -115,7 +115,8 @@ def _ceiling_once(table: str, rows: list[tuple[str, Any, Any]]) -> dict[str, Any
 def _worker(args: tuple[list[str], list[str], list[bytes], bool]) -> dict[str, Any]:
     warnings.simplefilter("ignore")
     from chainloom.eventstore.writer import EventWriter
-    from chainloom.wormhole import CHAINS, DevGuardians, SignatureCache, mainnet_emitters
+    from chainloom.testing.dev_guardians import DevGuardians
+    from chainloom.wormhole import CHAINS, SignatureCache, mainnet_emitters
 
     store_tables, ceiling_tables, raws, conditional = args
     emitters = mainnet_emitters().with_dev_emitters(c for c in CHAINS if c)

@@ -38,8 +38,8 @@ FIRST = 38129
 
 
 def _generate(path: Path, ledgers: int, txs: int, seed: int, vectors: Path) -> tuple[int, int]:
-    from chainloom.ledger.generate import WorkloadGenerator, vectors_ledger
     from chainloom.ledger.sources.dump import DumpWriter
+    from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
 
     initial = vectors_ledger(vectors, FIRST)
     generator = WorkloadGenerator(initial, seed=seed, txs_per_ledger=txs)

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from chainloom.relayer.model import RelayRequest
-from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, DevGuardians
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
 
 SOURCE_CHAIN = 2
 TARGET_CHAIN = 4

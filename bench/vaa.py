@@ -23,12 +23,8 @@ from collections.abc import Callable
 
 from coincurve import PublicKey
 
-from chainloom.wormhole import (
-    DevGuardians,
-    SignatureCache,
-    parse_vaa,
-    verify_vaa,
-)
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole import SignatureCache, parse_vaa, verify_vaa
 from chainloom.wormhole.hashing import keccak256
 from chainloom.wormhole.vaa import encode_body
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from chainloom.relayer.validation import ValidationPolicy
-from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, VAA, DevGuardians
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, VAA
 
 GUARDIANS = DevGuardians()
 SOURCE_CHAIN = 2

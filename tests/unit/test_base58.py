@@ -10,7 +10,7 @@ from chainloom import base58
 from chainloom.base58 import BITCOIN_ALPHABET, XRPL_ALPHABET
 from chainloom.errors import Base58Error, ChainloomError
 
-# A Solana public key, as tests/unit/wormhole/test_chains_and_workload.py uses it.
+# A Solana public key, as tests/unit/wormhole/test_chains.py uses it.
 SOLANA_KEY = "ENG1wQ7CQKH8ibAJ1hSLmJgL9Ucg6DRDbj752ZAfidLA"
 # The XRPL address of AccountID bytes(range(20)), as xrpl-py writes it (the ledger codec test
 # checks encode_account against xrpl-py with the same AccountID).

@@ -48,7 +48,8 @@ def load_guardian_sets(spec: str) -> GuardianSets:
     guardians (19 by default), anything else a guardian-set file. Raises what the wormhole
     library raises for a bad file, and :class:`ValueError` for a bad ``N``.
     """
-    from chainloom.wormhole import DevGuardians, GuardianSets
+    from chainloom.testing.dev_guardians import DevGuardians
+    from chainloom.wormhole import GuardianSets
 
     if spec == "mainnet":
         return GuardianSets.mainnet()

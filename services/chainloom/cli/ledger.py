@@ -466,8 +466,8 @@ def generate(
     as_json: bool,
 ) -> None:
     """Write a dump: a real state from the vectors, then N generated ledgers."""
-    from chainloom.ledger.generate import WorkloadGenerator, vectors_ledger
     from chainloom.ledger.sources.dump import DumpWriter
+    from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
 
     if vectors is None:
         vectors = Path.cwd().parent / "shared" / "vectors"
@@ -516,7 +516,7 @@ def generate(
 @_guard
 def replay(dump: Path, listen: str, interval: float) -> None:
     """Serve a dump over rippled's gRPC API (org.xrpl.rpc.v1) until interrupted."""
-    from chainloom.ledger.sources.replay import ReplayServer
+    from chainloom.testing.ledger_replay import ReplayServer
 
     server = ReplayServer(dump, interval=interval)
 

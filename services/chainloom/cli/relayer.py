@@ -152,11 +152,12 @@ def work(
     import logging
     import signal
 
-    from chainloom.relayer.adapters import ChainAdapter, InProcessAdapter, RedisLedgerAdapter
+    from chainloom.relayer.adapters import ChainAdapter
     from chainloom.relayer.errors import RelayerError
     from chainloom.relayer.model import RetryPolicy
     from chainloom.relayer.wallet import Wallet
     from chainloom.relayer.worker import Worker, WorkerSettings
+    from chainloom.testing.sim_chains import InProcessAdapter, RedisLedgerAdapter
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     chain_id = _chain_id(chain)

@@ -79,7 +79,7 @@ def _run(config: Any, *, rest: bool, redeem_check: str, threads: int) -> None:
     from chainloom.relayer.errors import ConfigError
     from chainloom.relayer.listener import Intake, Listener
     from chainloom.relayer.spy_client import SpyClient
-    from chainloom.relayer.spy_server import EmitterKey
+    from chainloom.relayer.spy_protocol import EmitterKey
     from chainloom.relayer.tables import RelayTables
     from chainloom.relayer.validation import Validator
 
@@ -90,7 +90,7 @@ def _run(config: Any, *, rest: bool, redeem_check: str, threads: int) -> None:
     tables = RelayTables(client, config.key_prefix)
     adapters: dict[int, Any] = {}
     if redeem_check == "redis-sim":
-        from chainloom.relayer.adapters import RedisLedgerAdapter
+        from chainloom.testing.sim_chains import RedisLedgerAdapter
 
         adapters = {chain: RedisLedgerAdapter(client, chain) for chain in config.target_chains}
     validator = Validator(config.validation_policy(), config.load_guardian_sets())

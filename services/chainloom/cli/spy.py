@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 if TYPE_CHECKING:
-    from chainloom.relayer.spy_server import SpyHub
+    from chainloom.testing.spy_server import SpyHub
 
 
 @click.group()
@@ -170,7 +170,7 @@ async def _serve(options: ServeOptions) -> dict[str, Any]:
     import dataclasses
     import signal
 
-    from chainloom.relayer.spy_server import SpyHub, SpyServer
+    from chainloom.testing.spy_server import SpyHub, SpyServer
 
     hub = SpyHub(buffer_size=options.buffer_size, lossless=options.lossless)
     server = SpyServer(hub, options.address, send_timeout=options.send_timeout)
@@ -212,7 +212,7 @@ async def _feed(hub: SpyHub, options: ServeOptions) -> None:
 
 async def _sources(options: ServeOptions) -> AsyncIterator[bytes]:
     from chainloom.relayer.errors import SpyError
-    from chainloom.relayer.spy_server import decode_vaa_line, read_vaa_lines
+    from chainloom.testing.spy_server import decode_vaa_line, read_vaa_lines
 
     if options.events_chains:
         loop = asyncio.get_running_loop()
@@ -259,7 +259,7 @@ async def _sources(options: ServeOptions) -> AsyncIterator[bytes]:
 def subscribe(address: str, filters: tuple[str, ...], count: int, as_json: bool) -> None:
     """Print the VAAs a spy streams, one hex per line."""
     from chainloom.relayer.errors import SpyError
-    from chainloom.relayer.spy_server import EmitterKey
+    from chainloom.relayer.spy_protocol import EmitterKey
 
     try:
         keys = [EmitterKey.from_text(text) for text in filters]

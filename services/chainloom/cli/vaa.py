@@ -127,7 +127,8 @@ def generate(
     """Write COUNT realistic signed VAAs, one per line (verify them with --guardian-set dev:N)."""
     import base64
 
-    from chainloom.wormhole import DEFAULT_MIX, DevGuardians, Mix, generate_vaas
+    from chainloom.testing.dev_guardians import DevGuardians
+    from chainloom.testing.vaa_workload import DEFAULT_MIX, Mix, generate_vaas
 
     try:
         chosen = Mix.parse(mix) if mix else DEFAULT_MIX

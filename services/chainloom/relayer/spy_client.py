@@ -25,12 +25,11 @@ import grpc.aio
 
 from chainloom.backoff import Backoff as BackoffSchedule
 from chainloom.relayer.errors import SpyError
-from chainloom.relayer.spy_server import METHOD_NAME, SERVICE_NAME, EmitterKey
+from chainloom.relayer.spy_protocol import METHOD_PATH, EmitterKey
 from chainloom.rpc.generated.spy.v1 import spy_pb2
 
 log = logging.getLogger(__name__)
 
-METHOD_PATH = f"/{SERVICE_NAME}/{METHOD_NAME}"
 OVERFLOW_POLICIES = ("block", "drop")
 
 

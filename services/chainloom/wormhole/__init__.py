@@ -3,14 +3,14 @@
 One strict, fast implementation of the Wormhole message format that the event store, the
 relayer, the spy and the Spark jobs share, so they all agree on what a VAA's digest, message
 id, row key and decoded payload are. Pure domain code: no I/O beyond reading the guardian-set
-data files shipped in this package (and files a caller names explicitly).
+data files shipped in this package (and files a caller names explicitly). The test guardians
+and the VAA workload generator that sign with them are harness, in :mod:`chainloom.testing`.
 """
 
 from __future__ import annotations
 
 from chainloom.wormhole.chains import CHAINS, chain_id, chain_name, checksum_address, native_address
 from chainloom.wormhole.derivation import DerivedGuardianSet, derive_guardian_sets
-from chainloom.wormhole.devkit import DevGuardians
 from chainloom.wormhole.emitters import (
     DEV_NFT_BRIDGE_EMITTER,
     DEV_TOKEN_BRIDGE_EMITTER,
@@ -51,11 +51,9 @@ from chainloom.wormhole.payloads import (
 )
 from chainloom.wormhole.vaa import VAA, Signature, decode_vaa_text, parse_vaa, parse_vaa_text
 from chainloom.wormhole.verify import SignatureCache, Verification, recover_signer, verify_vaa
-from chainloom.wormhole.workload import DEFAULT_MIX, Mix, generate_vaas
 
 __all__ = [
     "CHAINS",
-    "DEFAULT_MIX",
     "DEVNET_NFT_BRIDGE_EMITTERS",
     "DEVNET_TOKEN_BRIDGE_EMITTERS",
     "DEV_NFT_BRIDGE_EMITTER",
@@ -68,13 +66,11 @@ __all__ = [
     "AssetMeta",
     "ContractUpgrade",
     "DerivedGuardianSet",
-    "DevGuardians",
     "GovernanceMessage",
     "GuardianSet",
     "GuardianSetUpgrade",
     "GuardianSets",
     "KnownEmitters",
-    "Mix",
     "NftTransfer",
     "Payload",
     "PayloadParseError",
@@ -99,7 +95,6 @@ __all__ = [
     "devnet_emitters",
     "encode_payload",
     "format_amount",
-    "generate_vaas",
     "mainnet_emitters",
     "native_address",
     "normalize_amount",

@@ -15,8 +15,7 @@ refuse is one of these, so a caller (the spy listener, the event store, the CLI)
     │   ├── UnknownGuardianSetError the registry has no set with that index
     │   ├── GuardianSetFileError    a guardian-set file cannot be read or is malformed
     │   └── GuardianSetUpgradeError an upgrade VAA does not chain onto the set before it
-    ├── UnknownChainError           a chain name that is not in the registry
-    └── DevGuardianError            the test-guardian kit was asked for something impossible
+    └── UnknownChainError           a chain name that is not in the registry
 """
 
 from __future__ import annotations
@@ -119,7 +118,3 @@ class UnknownChainError(WormholeError):
     def __init__(self, name: str) -> None:
         super().__init__(f"unknown chain {name!r} (use a Wormhole chain name or a numeric id)")
         self.name = name
-
-
-class DevGuardianError(WormholeError):
-    """The test-guardian kit was asked for an impossible signer list or set size."""

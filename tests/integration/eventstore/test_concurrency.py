@@ -7,7 +7,8 @@ import threading
 from chainloom.eventstore.bigtable import BigtableTables, StoreSettings
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
-from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, DevGuardians
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
 
 KIT = DevGuardians()
 MESSAGES = 40

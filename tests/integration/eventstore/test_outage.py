@@ -18,7 +18,8 @@ from chainloom.eventstore.bigtable import BigtableTables, StoreSettings
 from chainloom.eventstore.errors import StoreUnavailableError
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter, WriterConfig
-from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, DevGuardians
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
 
 KIT = DevGuardians()
 

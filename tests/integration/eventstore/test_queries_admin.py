@@ -22,7 +22,8 @@ from chainloom.eventstore.bigtable import (
 )
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
-from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, DevGuardians, mainnet_emitters
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, mainnet_emitters
 
 KIT = DevGuardians()
 EMITTERS = mainnet_emitters().with_dev_emitters([2, 4])

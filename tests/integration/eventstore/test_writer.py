@@ -16,7 +16,8 @@ from chainloom.eventstore.prices import FilePriceSource
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.schema import Q
 from chainloom.eventstore.writer import EventWriter
-from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, DevGuardians, mainnet_emitters, parse_vaa
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, mainnet_emitters, parse_vaa
 from chainloom.wormhole.errors import VAAParseError
 from tests.unit.eventstore import builders
 

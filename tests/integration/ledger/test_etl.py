@@ -14,12 +14,12 @@ from chainloom.ledger.backend import BackendInterface, make_backend
 from chainloom.ledger.config import BackendConfig, CassandraConfig, SqliteConfig
 from chainloom.ledger.errors import LedgerIntegrityError
 from chainloom.ledger.etl import LedgerEtl, Progress, SourceLedger
-from chainloom.ledger.generate import WorkloadGenerator, vectors_ledger
 from chainloom.ledger.nft import nfts_from_object
 from chainloom.ledger.sources.dump import DumpWriter
 from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import LedgerHeader, LedgerObject
 from chainloom.ledger.xrpl.parse import parse_metadata, parse_transaction
+from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
 
 FIRST = 38129
 LEDGERS = 8

@@ -12,17 +12,17 @@ import pytest
 
 from chainloom.ledger.backend import make_backend
 from chainloom.ledger.etl import LedgerEtl, stored_state
-from chainloom.ledger.generate import WorkloadGenerator, vectors_ledger
 from chainloom.ledger.sources.dump import DumpWriter
 from chainloom.ledger.sources.errors import LedgerSourceError
 from chainloom.ledger.sources.grpc import GrpcLedgerSource
-from chainloom.ledger.sources.replay import ReplayServer
 from chainloom.ledger.types import LedgerHeader
 from chainloom.rpc.generated.org.xrpl.rpc.v1 import (
     get_ledger_diff_pb2,
     get_ledger_entry_pb2,
     ledger_pb2,
 )
+from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
+from chainloom.testing.ledger_replay import ReplayServer
 
 FIRST = 38129
 LEDGERS = 6

@@ -13,7 +13,8 @@ import redis
 
 from chainloom.relayer._redis import sync
 from chainloom.relayer.model import RelayRequest
-from chainloom.wormhole import VAA, DevGuardians
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole import VAA
 
 GUARDIANS = DevGuardians()
 

@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from chainloom.relayer.adapters import InProcessAdapter
 from chainloom.relayer.listener import Intake, Listener, Status
 from chainloom.relayer.model import Table
 from chainloom.relayer.spy_client import Backoff, SpyClient
-from chainloom.relayer.spy_server import EmitterKey, SpyHub, SpyServer
+from chainloom.relayer.spy_protocol import EmitterKey
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Rule, Validator
+from chainloom.testing.sim_chains import InProcessAdapter
+from chainloom.testing.spy_server import SpyHub, SpyServer
 from chainloom.wormhole import DEV_NFT_BRIDGE_EMITTER, DEV_TOKEN_BRIDGE_EMITTER, VAA
 from tests.ingest_support import (
     GUARDIANS,
@@ -394,7 +395,7 @@ def test_relayer_listen_asks_the_simulated_chain_with_redeem_check(
     import urllib.error
     import urllib.request
 
-    from chainloom.relayer.adapters import RedisLedgerAdapter, SimChainRules
+    from chainloom.testing.sim_chains import RedisLedgerAdapter, SimChainRules
 
     scooped, fresh = signed_transfer(1), signed_transfer(2)
     RedisLedgerAdapter.install(

@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from chainloom.relayer.adapters import RedisLedgerAdapter, SimChainRules
 from chainloom.relayer.model import RelayRequest, Table
 from chainloom.relayer.tables import RelayTables
+from chainloom.testing.sim_chains import RedisLedgerAdapter, SimChainRules
 from chainloom.wormhole import VAA, TokenTransfer, decode_payload, parse_vaa
 from tests.integration.relayer.relay_support import (
     GUARDIANS,

@@ -9,7 +9,8 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from chainloom.cli.vaa import vaa
-from chainloom.wormhole import DevGuardians, parse_vaa
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole import parse_vaa
 
 DECODE_KEYS = {
     "version",

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import (
     VAA,
-    DevGuardians,
     GuardianSet,
     GuardianSets,
     GuardianSetUpgrade,

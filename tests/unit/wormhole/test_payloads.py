@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import (
     NFT_BRIDGE_EMITTERS,
     TOKEN_BRIDGE_EMITTERS,
     AssetMeta,
-    DevGuardians,
     GovernanceMessage,
     NftTransfer,
     Payload,

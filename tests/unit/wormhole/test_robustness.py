@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.testing.vaa_workload import generate_vaas
 from chainloom.wormhole import (
     VAA,
-    DevGuardians,
     GuardianSets,
     RawPayload,
     Signature,
     WormholeError,
     decode_payload,
-    generate_vaas,
     parse_vaa,
     parse_vaa_text,
     verify_vaa,

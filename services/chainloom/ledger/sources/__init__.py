@@ -1,2 +1,5 @@
-"""Ledger sources for the ETL: a dump file, rippled's gRPC API, and a replay server serving a
-dump over that same API (for tests and demos without rippled)."""
+"""Ledger sources for the ETL: a dump file and rippled's gRPC API.
+
+The replay server that serves a dump over that same API (for tests and demos without rippled)
+is harness: :mod:`chainloom.testing.ledger_replay`.
+"""

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 
 from coincurve import PrivateKey
 
+from chainloom.testing.errors import DevGuardianError
 from chainloom.wormhole.emitters import DEV_NFT_BRIDGE_EMITTER, DEV_TOKEN_BRIDGE_EMITTER
-from chainloom.wormhole.errors import DevGuardianError
 from chainloom.wormhole.guardians import GuardianSet, GuardianSets, quorum
 from chainloom.wormhole.hashing import double_keccak256, keccak256
 from chainloom.wormhole.vaa import VAA, Signature, encode_body, parse_vaa

@@ -13,7 +13,7 @@ import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from chainloom.wormhole.devkit import DEFAULT_TIMESTAMP, DevGuardians
+from chainloom.testing.dev_guardians import DEFAULT_TIMESTAMP, DevGuardians
 from chainloom.wormhole.hashing import keccak256
 from chainloom.wormhole.vaa import encode_body
 

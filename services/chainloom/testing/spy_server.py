@@ -1,6 +1,7 @@
 """A gRPC server speaking the guardian spy's API (``spy.v1.SpyRPCService/SubscribeSignedVAA``).
 
-Why it exists: tests, the demo and operators replaying history need a spy they control. It
+Why it exists: tests, the demo and operators replaying history need a spy they control (the
+method and its filters are defined once, in :mod:`chainloom.relayer.spy_protocol`). It
 streams VAAs from a file, stdin or any other async source to every subscriber whose filters
 match, and behaves like the real spy where a consumer can observe it (reference section 4.1):
 
@@ -27,56 +28,11 @@ import grpc
 import grpc.aio
 
 from chainloom.relayer.errors import SpyError
+from chainloom.relayer.spy_protocol import METHOD_NAME, SERVICE_NAME, EmitterKey
 from chainloom.rpc.generated.spy.v1 import spy_pb2
 
-SERVICE_NAME = "spy.v1.SpyRPCService"
-METHOD_NAME = "SubscribeSignedVAA"
 DEFAULT_BUFFER = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class EmitterKey:
-    """One emitter, as a spy filter names it."""
-
-    chain: int
-    """Wormhole chain id (0..65535)."""
-    address: bytes
-    """The 32-byte emitter address."""
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.chain <= 0xFFFF:
-            raise SpyError(f"emitter chain id {self.chain} is outside 0..65535")
-        if len(self.address) != 32:
-            raise SpyError(f"emitter address must be 32 bytes, got {len(self.address)}")
-
-    @classmethod
-    def parse(cls, chain: int, address_hex: str) -> EmitterKey:
-        """Parse a filter's address the way the real spy does: strip ``0x``, left-pad to 32."""
-        text = address_hex.strip().lower().removeprefix("0x")
-        if len(text) > 64:
-            raise SpyError(f"emitter address {address_hex!r} is longer than 32 bytes")
-        try:
-            raw = bytes.fromhex(text.rjust(64, "0"))
-        except ValueError:
-            raise SpyError(f"emitter address {address_hex!r} is not hex") from None
-        return cls(chain, raw)
-
-    @classmethod
-    def from_text(cls, text: str) -> EmitterKey:
-        """``"<chain>:<hex address>"``, the form the CLI takes."""
-        chain_text, sep, address = text.partition(":")
-        if not sep or not chain_text.strip().isdigit():
-            raise SpyError(f"emitter filter {text!r} is not <chain id>:<hex address>")
-        return cls.parse(int(chain_text), address)
-
-    def to_proto(self) -> spy_pb2.FilterEntry:
-        """The filter entry a subscription request carries."""
-        return spy_pb2.FilterEntry(
-            emitter_filter=spy_pb2.EmitterFilter(
-                chain_id=self.chain,  # type: ignore[arg-type]  # open enum: any uint16
-                emitter_address=self.address.hex(),
-            )
-        )
+"""Per-subscriber buffer size when none is given."""
 
 
 def filters_from_request(request: spy_pb2.SubscribeSignedVAARequest) -> frozenset[EmitterKey]:

@@ -12,7 +12,13 @@ from xrpl.core.binarycodec import decode
 
 from chainloom.ledger.errors import LedgerInputError
 from chainloom.ledger.etl import SourceLedger
-from chainloom.ledger.generate import (
+from chainloom.ledger.nft import nfts_from_transaction
+from chainloom.ledger.types import LedgerHeader
+from chainloom.ledger.xrpl import fields as sf
+from chainloom.ledger.xrpl import hashing
+from chainloom.ledger.xrpl.address import encode_account
+from chainloom.ledger.xrpl.parse import NodeKind, native_drops, parse_metadata, parse_transaction
+from chainloom.testing.ledger_generator import (
     WorkloadGenerator,
     issued,
     issued_value,
@@ -20,12 +26,6 @@ from chainloom.ledger.generate import (
     vectors_ledger,
     xrp,
 )
-from chainloom.ledger.nft import nfts_from_transaction
-from chainloom.ledger.types import LedgerHeader
-from chainloom.ledger.xrpl import fields as sf
-from chainloom.ledger.xrpl import hashing
-from chainloom.ledger.xrpl.address import encode_account
-from chainloom.ledger.xrpl.parse import NodeKind, native_drops, parse_metadata, parse_transaction
 
 LEDGERS = 12
 TXS = 60
