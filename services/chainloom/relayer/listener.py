@@ -6,6 +6,10 @@ Redis. This module only wires them: it runs the blocking intake in a small threa
 the asyncio loop that serves gRPC and HTTP (one pooled Redis client is shared by every
 thread), subscribes to the spy, serves REST, and answers readiness and counters for both.
 The import direction is one way: listener -> rest -> intake.
+
+Readiness also reports how Redis persists the tables (:func:`read_persistence`), and the
+listener warns once at start when the append-only file is off: a request answered 202 lives
+only in Redis until a worker takes it, so without AOF a Redis crash loses every queued transfer.
 """
 
 from __future__ import annotations
@@ -14,8 +18,12 @@ import asyncio
 import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import redis
+
+from chainloom.relayer._redis import sync, text
 from chainloom.relayer.intake import Intake, IntakeResult, Outcome
 from chainloom.relayer.rest import RestServer
 
@@ -24,6 +32,36 @@ if TYPE_CHECKING:
     from chainloom.relayer.spy_client import SpyClient
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RedisPersistence:
+    """How the Redis of the relay tables keeps what it acknowledged."""
+
+    aof: bool
+    """Whether the append-only file is on (``appendonly yes``; ``aof_enabled`` in INFO)."""
+    appendfsync: str | None
+    """``always``, ``everysec`` or ``no``; None where the server refuses ``CONFIG GET``."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``redis_persistence`` part of the ``/readyz`` body."""
+        return {"aof": "on" if self.aof else "off", "appendfsync": self.appendfsync}
+
+
+def read_persistence(client: redis.Redis) -> RedisPersistence:
+    """Ask Redis whether it persists writes (blocking; raises the client's errors).
+
+    ``INFO persistence`` says whether AOF is on and is allowed everywhere; the fsync policy is
+    only in ``CONFIG GET``, which managed services often rename or forbid.
+    """
+    info = sync(client.info("persistence"))
+    aof = int(info.get("aof_enabled", 0)) == 1
+    try:
+        config = sync(client.config_get("appendfsync"))
+    except redis.ResponseError:
+        return RedisPersistence(aof, None)
+    fsync = next(iter(config.values()), None)
+    return RedisPersistence(aof, None if fsync is None else text(fsync))
 
 
 class Listener:
@@ -59,8 +97,10 @@ class Listener:
         """Whether the listener can queue (Redis answers), with details (blocking)."""
         details: dict[str, Any] = {}
         try:
-            self.intake.tables.client.ping()
+            client = self.intake.tables.client
+            client.ping()
             details["redis"] = "ok"
+            details["redis_persistence"] = read_persistence(client).to_json()
             ok = True
         except Exception as error:  # any failure means "not ready"; the reason is reported
             details["redis"] = f"unreachable: {error}"
@@ -93,11 +133,28 @@ class Listener:
     async def start(self) -> None:
         """Start the REST server (if configured) and the spy subscription (if configured)."""
         self._started = True
+        # In the pool, not awaited: an unreachable Redis must not hold up the REST server.
+        self._executor.submit(self._warn_if_volatile)
         if self.rest is not None:
             self._server = RestServer(self, self.rest)
             self.port = await self._server.start()
         if self.spy is not None:
             self._spy_task = asyncio.create_task(self._consume_spy(self.spy))
+
+    def _warn_if_volatile(self) -> None:
+        client = self.intake.tables.client
+        try:
+            persistence = read_persistence(client)
+        except redis.RedisError as error:
+            log.warning("listener: cannot read Redis's persistence setting yet: %s", error)
+            return
+        if not persistence.aof:
+            log.warning(
+                "listener: Redis %s runs without its append-only file (appendonly no): "
+                "transfers answered 202 are lost if Redis stops before a worker takes them; "
+                "turn AOF on (see docs/relayer.md)",
+                _address(client),
+            )
 
     async def _consume_spy(self, spy: SpyClient) -> None:
         async def consume(vaa: bytes) -> None:
@@ -137,3 +194,11 @@ class Listener:
             await self._server.stop()
             self._server = None
         self._executor.shutdown(wait=True)
+
+
+def _address(client: redis.Redis) -> str:
+    """``host:port`` of a client's server (never its password), for log lines."""
+    kwargs = client.get_connection_kwargs()
+    if "path" in kwargs:
+        return str(kwargs["path"])
+    return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"

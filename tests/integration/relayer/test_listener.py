@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import signal
 import subprocess
@@ -36,6 +37,7 @@ from tests.ingest_support import (
     dev_policy,
     signed_transfer,
 )
+from tests.integration.relayer.relay_support import private_redis
 
 FAST = Backoff(initial=0.05, maximum=0.2)
 
@@ -222,6 +224,55 @@ def test_redis_down_is_unavailable_not_a_rejection():
     assert result.reason.startswith("redis unavailable")
 
 
+def persistence_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "chainloom.relayer.listener" and record.levelno == logging.WARNING
+    ]
+
+
+@pytest.mark.parametrize("appendonly", [False, True])
+def test_listener_warns_once_at_start_when_redis_does_not_persist(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, appendonly: bool
+):
+    caplog.set_level(logging.WARNING, logger="chainloom.relayer.listener")
+    with private_redis(tmp_path, appendonly=appendonly, appendfsync="everysec") as url:
+        connection = redis.Redis.from_url(url)
+        port = connection.get_connection_kwargs()["port"]
+        listener = Listener(make_intake(connection))
+
+        async def scenario() -> None:
+            await listener.start()
+            await listener.stop()  # waits for the start-up check, which runs in the pool
+
+        try:
+            run(scenario)
+        finally:
+            connection.close()
+    warnings = persistence_warnings(caplog)
+    if appendonly:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1
+        assert f"Redis 127.0.0.1:{port} runs without its append-only file" in warnings[0]
+
+
+def test_listener_starts_when_redis_is_unreachable_and_says_so(caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.WARNING, logger="chainloom.relayer.listener")
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    listener = Listener(make_intake(dead))
+
+    async def scenario() -> None:
+        await listener.start()
+        await listener.stop()
+
+    run(scenario)
+    warnings = persistence_warnings(caplog)
+    assert len(warnings) == 1
+    assert warnings[0].startswith("listener: cannot read Redis's persistence setting yet")
+
+
 def write_listener_config(tmp_path: Path, redis_url: str, spy_address: str) -> Path:
     sets = tmp_path / "guardian-sets.json"
     sets.write_text(json.dumps(GUARDIANS.sets().to_json()))
@@ -264,7 +315,11 @@ def test_spy_serve_feeds_relayer_listen_end_to_end(tmp_path: Path, redis_url: st
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert listener.stderr is not None
-        first = listener.stderr.readline()
+        # A warning about Redis's persistence may come before or after the line we wait for.
+        first = ""
+        while not first.startswith("listener: REST on"):
+            first = listener.stderr.readline()
+            assert first, "the listener exited before serving"
         assert first.startswith("listener: REST on 127.0.0.1:"), first
         tables = RelayTables(client)
         deadline = time.monotonic() + 60
