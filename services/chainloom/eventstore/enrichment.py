@@ -89,15 +89,6 @@ def scale_amount(amount: int, decimals: int) -> Decimal:
     return Decimal(amount).scaleb(-places)
 
 
-def format_amount(amount: int, decimals: int) -> str:
-    """The scaled amount with exactly ``min(decimals, 8)`` fractional digits (e.g. ``40.006106``).
-
-    Unlike the reference, an amount below one token keeps its leading zero (``0.000001``).
-    """
-    places = min(decimals, BRIDGE_MAX_DECIMALS)
-    return format(scale_amount(amount, decimals), f".{places}f")
-
-
 def notional_usd(amount: int, decimals: int, price_usd: Decimal) -> Decimal:
     """The transfer's value in USD at ``price_usd`` per whole token."""
     value = scale_amount(amount, decimals) * price_usd

@@ -88,14 +88,6 @@ class KnownEmitters:
     nft_bridge: frozenset[tuple[int, bytes]]
     """NFT bridge emitters as (Wormhole chain id, 32-byte address)."""
 
-    def is_token_bridge(self, chain: int, emitter: bytes) -> bool:
-        """Whether (chain, emitter) is a trusted token bridge."""
-        return (chain, emitter) in self.token_bridge
-
-    def is_nft_bridge(self, chain: int, emitter: bytes) -> bool:
-        """Whether (chain, emitter) is a trusted NFT bridge."""
-        return (chain, emitter) in self.nft_bridge
-
     def with_extra(
         self,
         *,
