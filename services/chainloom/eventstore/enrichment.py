@@ -1,7 +1,8 @@
 """Turning a token transfer into human figures: scaled amount, USD notional, native addresses.
 
 Pure arithmetic on :class:`~decimal.Decimal`, never floats: the reference multiplied a float64
-amount by a float price and lost precision on large transfers (reference section 5.4, item 6).
+amount by a float price and lost precision on large transfers (``event_database``'s
+``process-transfer.go``).
 The token bridge normalizes amounts to at most 8 decimals, so the scale is
 ``min(decimals, 8)``.
 """

@@ -1,4 +1,8 @@
-"""Typed decoders for the payloads chainloom indexes and relays (reference section 2 and 1.4).
+"""Typed decoders for the payloads chainloom indexes and relays.
+
+Layouts from wormhole-foundation/wormhole: whitepapers 0002 (governance), 0003 (token bridge)
+and 0006 (NFT bridge), ``sdk/vaa/payloads.go``, ``ethereum/contracts/bridge/Bridge.sol`` and
+``ethereum/contracts/nft/NFTBridge.sol``.
 
 A payload id alone does not say what a payload is: id 1 is a token transfer from a token
 bridge and an NFT transfer from an NFT bridge, and one address (``5a58505a...3fde``) is the

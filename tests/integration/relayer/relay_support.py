@@ -1,8 +1,8 @@
 """Signed token-transfer VAAs and relay requests for the relay-table and worker tests.
 
 VAAs are signed by :class:`chainloom.wormhole.DevGuardians` (the dev kit), from its dev
-token-bridge emitter, with a token-bridge payload 1 built here field by field (reference 2.1):
-the tests choose the target chain and sequence of every transfer.
+token-bridge emitter, with a token-bridge payload 1 built here field by field (Wormhole
+whitepaper 0003): the tests choose the target chain and sequence of every transfer.
 """
 
 from __future__ import annotations
