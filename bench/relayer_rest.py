@@ -213,9 +213,11 @@ def bench_rest(
         )  # fmt: skip
         try:
             assert listener.stderr is not None
-            line = listener.stderr.readline()
-            if not line.startswith("listener: REST on"):
-                raise SystemExit(f"listener did not start: {line}{listener.stderr.read()}")
+            seen = ""  # a warning about Redis's persistence may come first
+            while not (line := listener.stderr.readline()).startswith("listener: REST on"):
+                seen += line
+                if not line:
+                    raise SystemExit(f"listener did not start: {seen}")
             port = int(line.rsplit(":", 1)[1])
             bodies = [json.dumps({"vaa": v.hex()}).encode() for v in unique]
             figures["unique_rps"], figures["unique_statuses"] = asyncio.run(

@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
+import tomllib
 
 from tests.conftest import REPO_ROOT
+
+EXTRA_ONLY = {
+    "operator": {"kopf", "kubernetes"},
+    "spark": {"pyspark"},
+    "otel": {"opentelemetry-api", "opentelemetry-sdk"},
+}
+"""Packages the library does not import, by the extra that installs them."""
+
+
+def _project() -> dict[str, object]:
+    with (REPO_ROOT / "pyproject.toml").open("rb") as file:
+        project: dict[str, object] = tomllib.load(file)["project"]
+    return project
+
+
+def _names(requirements: object) -> set[str]:
+    assert isinstance(requirements, list)
+    return {re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0] for requirement in requirements}
 
 
 def test_stdlib_operator_is_not_shadowed_from_the_repository_root() -> None:
@@ -41,3 +62,30 @@ def test_console_command_lists_every_subcommand_group() -> None:
         assert name in result.output
         sub = CliRunner().invoke(main, [name, "--help"])
         assert sub.exit_code == 0, sub.output
+
+
+def test_parts_the_library_does_not_import_are_extras() -> None:
+    project = _project()
+    runtime = _names(project["dependencies"])
+    extras = project["optional-dependencies"]
+    assert isinstance(extras, dict)
+    for extra, packages in EXTRA_ONLY.items():
+        assert _names(extras[extra]) == packages, extra
+        assert not packages & runtime, f"{packages & runtime} are runtime dependencies"
+    # The tests use the kubernetes client (tests/conftest.py, tests/cluster/): dev pulls it in.
+    assert "chainloom[operator]" in extras["dev"]
+
+
+def test_the_library_imports_no_package_of_an_extra() -> None:
+    modules = {"kopf", "kubernetes", "pyspark", "opentelemetry"}
+    found = []
+    for path in (REPO_ROOT / "services" / "chainloom").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            found += [f"{path}: {n}" for n in names if n.split(".")[0] in modules]
+    assert found == [], "move the package from its extra to the dependencies, or the import out"

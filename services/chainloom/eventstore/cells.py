@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from chainloom.eventstore import encoding as enc
 from chainloom.eventstore import schema
-from chainloom.eventstore.enrichment import AssetInfo, WrappedAsset, format_amount, notional_usd
+from chainloom.eventstore.enrichment import AssetInfo, WrappedAsset, notional_usd
 from chainloom.eventstore.schema import Q
 from chainloom.wormhole import (
     VAA,
@@ -27,6 +27,7 @@ from chainloom.wormhole import (
     Payload,
     TokenTransfer,
     TokenTransferWithPayload,
+    format_amount,
     native_address,
 )
 

@@ -1,7 +1,8 @@
 """Turning a token transfer into human figures: scaled amount, USD notional, native addresses.
 
 Pure arithmetic on :class:`~decimal.Decimal`, never floats: the reference multiplied a float64
-amount by a float price and lost precision on large transfers (reference section 5.4, item 6).
+amount by a float price and lost precision on large transfers (``event_database``'s
+``process-transfer.go``).
 The token bridge normalizes amounts to at most 8 decimals, so the scale is
 ``min(decimals, 8)``.
 """
@@ -87,15 +88,6 @@ def scale_amount(amount: int, decimals: int) -> Decimal:
     """A bridge amount in whole tokens: ``amount / 10**min(decimals, 8)``, exact."""
     places = min(decimals, BRIDGE_MAX_DECIMALS)
     return Decimal(amount).scaleb(-places)
-
-
-def format_amount(amount: int, decimals: int) -> str:
-    """The scaled amount with exactly ``min(decimals, 8)`` fractional digits (e.g. ``40.006106``).
-
-    Unlike the reference, an amount below one token keeps its leading zero (``0.000001``).
-    """
-    places = min(decimals, BRIDGE_MAX_DECIMALS)
-    return format(scale_amount(amount, decimals), f".{places}f")
 
 
 def notional_usd(amount: int, decimals: int, price_usd: Decimal) -> Decimal:

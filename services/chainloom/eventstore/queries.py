@@ -1,8 +1,8 @@
 """Read paths: one message, an emitter's sequence range, recent messages, tx lookups, counts.
 
 Only row-key lookups and scans, never a value filter over the table: anything that is not
-reachable by the events row key goes through the index table (reference section 5.4 lists the
-full-table scan the reference did for transaction lookups).
+reachable by the events row key goes through the index table (the reference ``event_database``
+scanned the whole table to find a transaction).
 """
 
 from __future__ import annotations

@@ -46,14 +46,11 @@ from chainloom.ledger.types import (
     TransactionAndMetadata,
     TransactionsAndCursor,
     TransactionsCursor,
-    sha512_half,
 )
-from chainloom.ledger.xrpl import binary
+from chainloom.ledger.xrpl import binary, keylets
 from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl.errors import XrplBinaryError
-
-DIRECTORY_NAMESPACE = b"\x00\x64"
-"""Keylet space of directory nodes (``'d'``): page n is SHA512Half(space || root || n)."""
+from chainloom.ledger.xrpl.hashing import sha512_half
 
 
 def check_key(value: bytes, what: str = "key", size: int = 32) -> bytes:
@@ -109,16 +106,11 @@ def quality_next(book_base: bytes) -> bytes:
     return value.to_bytes(32, "big") if value < 1 << 256 else LAST_KEY
 
 
-def book_base(directory_key: bytes) -> bytes:
-    """The book base of a book directory key: its low 64 bits (the quality) zeroed."""
-    return directory_key[:24] + b"\x00" * 8
-
-
 def directory_page_key(root: bytes, index: int) -> bytes:
     """Key of page ``index`` of the directory rooted at ``root`` (page 0 is the root)."""
     if index == 0:
         return root
-    return sha512_half(DIRECTORY_NAMESPACE + root + index.to_bytes(8, "big"))
+    return sha512_half(keylets.DIR_PAGE + root + index.to_bytes(8, "big"))
 
 
 def directory_entries(blob: bytes, key: bytes = b"") -> tuple[list[bytes], int]:

@@ -2,8 +2,8 @@
 
 Why it looks the way it does:
 
-* **The 13 tables are Clio's, verbatim** (reference section 2.1), so a keyspace written here can
-  be read by Clio's tools and the other way round.
+* **The 13 tables are Clio's, verbatim** (XRPLF/clio ``src/data/cassandra/Schema.hpp``), so a
+  keyspace written here can be read by Clio's tools and the other way round.
 * **Writes are asynchronous and bounded.** One ledger is a few hundred independent inserts;
   sending them one at a time would make the network round trip the speed limit. Every write
   goes out with ``execute_async`` while a semaphore caps how many are in flight
@@ -70,11 +70,11 @@ TABLE_NAMES = (
     "nf_token_uris",
     "nf_token_transactions",
 )
-"""The 13 tables of reference section 2.1, in its order."""
+"""The 13 tables of Clio's ``Schema.hpp``, in its order."""
 
 
 def schema_statements(keyspace: str, replication_factor: int, prefix: str = "") -> list[str]:
-    """``CREATE KEYSPACE`` and the 13 ``CREATE TABLE`` statements of reference section 2.1."""
+    """``CREATE KEYSPACE`` and the 13 ``CREATE TABLE`` statements of Clio's ``Schema.hpp``."""
     t = f"{keyspace}.{prefix}"
     return [
         f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
@@ -111,7 +111,7 @@ def schema_statements(keyspace: str, replication_factor: int, prefix: str = "") 
 
 
 def _queries(t: str) -> dict[str, str]:
-    """Every prepared statement (reference section 2.2), tables prefixed with ``t``."""
+    """Every prepared statement (as Clio's ``Schema.hpp`` has them), tables prefixed ``t``."""
     return {name: query.replace("{t}", t) for name, query in _QUERY_TEMPLATES.items()}
 
 

@@ -86,23 +86,6 @@ CREATE TABLE IF NOT EXISTS nf_token_transactions (
   PRIMARY KEY (token_id, seq, idx)) WITHOUT ROWID;
 """
 
-TABLES = (
-    "objects",
-    "transactions",
-    "ledger_transactions",
-    "successor",
-    "diff",
-    "account_tx",
-    "ledgers",
-    "ledger_hashes",
-    "ledger_range",
-    "nf_tokens",
-    "issuer_nf_tokens_v2",
-    "nf_token_uris",
-    "nf_token_transactions",
-)
-"""The 13 tables, named as in Cassandra."""
-
 # The range compare-and-set, as the Cassandra LWT "IF sequence IN (expected, null)".
 _UPDATE_RANGE = (
     "INSERT INTO ledger_range (is_latest, sequence) VALUES (?, ?) "

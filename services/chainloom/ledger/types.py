@@ -16,11 +16,11 @@ and its hash is SHA512Half(``LWR\\0`` || the first 118 bytes).
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
 
 from chainloom.ledger.errors import LedgerHeaderError
+from chainloom.ledger.xrpl.hashing import PREFIX_LEDGER, sha512_half
 
 FIRST_KEY = b"\x00" * 32
 """The head of the successor list: the key "before" every state key."""
@@ -34,18 +34,10 @@ HEADER_SIZE = 118
 STORED_HEADER_SIZE = HEADER_SIZE + 32
 """Bytes of a header with its hash appended (gRPC ``GetLedger`` and ``ledgers.header``)."""
 
-LEDGER_HASH_PREFIX = b"LWR\x00"
-"""Hash prefix of a ledger header (``HashPrefix::ledgerMaster``)."""
-
 _HEADER = struct.Struct(">IQ32s32s32sIIBB")
 
 UINT32_MAX = 0xFFFFFFFF
 """The largest ledger sequence / transaction index; the "no cursor" start going backward."""
-
-
-def sha512_half(data: bytes) -> bytes:
-    """The first 32 bytes of SHA-512: the XRP Ledger's hash function."""
-    return hashlib.sha512(data).digest()[:32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +92,7 @@ class LedgerHeader:
             close_time_resolution,
             close_flags,
         ) = _HEADER.unpack_from(blob)
-        computed = sha512_half(LEDGER_HASH_PREFIX + blob[:HEADER_SIZE])
+        computed = sha512_half(PREFIX_LEDGER + blob[:HEADER_SIZE])
         if len(blob) == STORED_HEADER_SIZE:
             stored = bytes(blob[HEADER_SIZE:])
             if verify and stored != computed:
@@ -141,7 +133,7 @@ class LedgerHeader:
 
     def compute_hash(self) -> bytes:
         """SHA512Half(``LWR\\0`` || the 118-byte header), recomputed from the fields."""
-        return sha512_half(LEDGER_HASH_PREFIX + self.serialize())
+        return sha512_half(PREFIX_LEDGER + self.serialize())
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,15 @@
 """A client of the guardian spy's stream that never gives up.
 
-Why: the spy is at-most-once and lossy (reference sections 4.1 and 8): it disconnects slow
-consumers and it restarts. The relayer must keep a subscription open through all of that, so
-this client reconnects forever with exponential backoff and jitter (many listeners must not
-reconnect in lock-step), and it counts what happened - connections, messages, drops - so an
-operator can see loss instead of guessing. VAAs go through a bounded buffer between the gRPC
-reader and the consumer. When the consumer falls that far behind, the client either pushes
-back (``overflow="block"``, the default: gRPC flow control slows the sender, so a lossless
-replay stays lossless; a real spy cuts a consumer blocked for 5 s, and the client reconnects)
-or keeps reading and drops, counting each drop (``overflow="drop"``; REST is the backfill).
+Why: the spy is at-most-once and lossy (wormhole-foundation/wormhole#2361,
+wormhole-foundation/relayer-engine#21): it disconnects slow consumers and it restarts. The
+relayer must keep a subscription open through all of that, so this client reconnects forever
+with exponential backoff and jitter (many listeners must not reconnect in lock-step), and it
+counts what happened - connections, messages, drops - so an operator can see loss instead of
+guessing. VAAs go through a bounded buffer between the gRPC reader and the consumer. When the
+consumer falls that far behind, the client either pushes back (``overflow="block"``, the
+default: gRPC flow control slows the sender, so a lossless replay stays lossless; a real spy
+cuts a consumer blocked for 5 s, and the client reconnects) or keeps reading and drops, counting
+each drop (``overflow="drop"``; REST is the backfill).
 """
 
 from __future__ import annotations
@@ -117,11 +118,6 @@ class SpyClient:
     def connected(self) -> bool:
         """Whether a stream is currently established."""
         return self._connected.is_set()
-
-    async def wait_connected(self, timeout: float | None = None) -> None:
-        """Block until a stream is established."""
-        async with asyncio.timeout(timeout):
-            await self._connected.wait()
 
     def stop(self) -> None:
         """Ask :meth:`run` and :meth:`messages` to end."""

@@ -585,7 +585,7 @@ class WorkloadGenerator:
         value = Decimal(self._rng.choice((1, 2, 5, 10, 20, 25, 50)))
         if self._rng.random() < 0.5:  # sell XRP for the currency
             pays, gets = issued(value, currency, gateway), xrp(drops)
-            base = keylets.book_base(currency, gateway, _XRP, _XRP)
+            base = keylets.book(currency, gateway, _XRP, _XRP)
             rate = quality(value, Decimal(drops))
             book_fields: STObject = {
                 sf.TAKER_PAYS_CURRENCY: currency,
@@ -595,7 +595,7 @@ class WorkloadGenerator:
             }
         else:
             pays, gets = xrp(drops), issued(value, currency, gateway)
-            base = keylets.book_base(_XRP, _XRP, currency, gateway)
+            base = keylets.book(_XRP, _XRP, currency, gateway)
             rate = quality(Decimal(drops), value)
             book_fields = {
                 sf.TAKER_PAYS_CURRENCY: _XRP,

@@ -25,7 +25,8 @@ __all__ = [
     "native_address",
 ]
 
-# Reference section 2.8 (the sdk's chain table); names are lower-case, one word.
+# wormhole-foundation/wormhole sdk/vaa/structs.go (the SDK's chain table, also the ChainID enum of
+# proto/publicrpc/v1/publicrpc.proto); names are lower-case, one word.
 CHAINS: dict[int, str] = {
     0: "unset",
     1: "solana",

@@ -1,4 +1,5 @@
-"""Known token bridge and NFT bridge emitters (reference section 2.7).
+"""Known token bridge and NFT bridge emitters (wormhole-foundation/wormhole
+``sdk/mainnet_consts.go``).
 
 Classifying a payload needs the (chain, emitter) pair: the same address is the Polygon token
 bridge and the BSC NFT bridge. The relayer also uses these tables to refuse transfers from
@@ -37,7 +38,7 @@ def _evm(address20_hex: str) -> bytes:
     return bytes(12) + bytes.fromhex(address20_hex)
 
 
-# sdk/mainnet_consts.go knownTokenbridgeEmitters (reference 2.7), Terra from event_database.
+# sdk/mainnet_consts.go knownTokenbridgeEmitters; Terra from event_database's list.
 TOKEN_BRIDGE_EMITTERS: dict[int, bytes] = {
     1: bytes.fromhex("ec7372995d5cc8732397fb0ad35c0121e0eaa90d26f828a534cab54391b3a4f5"),
     2: _evm("3ee18b2214aff97000d974cf647e7c347e8fa585"),
@@ -49,7 +50,7 @@ TOKEN_BRIDGE_EMITTERS: dict[int, bytes] = {
 }
 """Mainnet token bridge emitter per chain."""
 
-# sdk/mainnet_consts.go knownNFTBridgeEmitters (reference 2.7).
+# sdk/mainnet_consts.go knownNFTBridgeEmitters.
 NFT_BRIDGE_EMITTERS: dict[int, bytes] = {
     1: bytes.fromhex("0def15a24423e1edd1a5ab16f557b9060303ddbab8c803d2ee48f4b78a1cfd6b"),
     2: _evm("6ffd7ede62328b3af38fcd61461bbfc52f5651fe"),
@@ -87,14 +88,6 @@ class KnownEmitters:
     """Token bridge emitters as (Wormhole chain id, 32-byte address)."""
     nft_bridge: frozenset[tuple[int, bytes]]
     """NFT bridge emitters as (Wormhole chain id, 32-byte address)."""
-
-    def is_token_bridge(self, chain: int, emitter: bytes) -> bool:
-        """Whether (chain, emitter) is a trusted token bridge."""
-        return (chain, emitter) in self.token_bridge
-
-    def is_nft_bridge(self, chain: int, emitter: bytes) -> bool:
-        """Whether (chain, emitter) is a trusted NFT bridge."""
-        return (chain, emitter) in self.nft_bridge
 
     def with_extra(
         self,

@@ -6,7 +6,8 @@ introduced it after that VAA verified against the set before it (see
 :mod:`chainloom.wormhole.derivation`, which a unit test re-runs on the shared vectors). Shipping
 the result instead of deriving at import time keeps start-up free of signature recovery.
 
-Expiry follows the EVM core contract (reference 1.3): a set stays valid for 24 hours after the
+Expiry follows the EVM core contract (``Messages.sol``; whitepaper 0003: "Guardian Sets are
+guaranteed to be valid for at least 24 hours"): a set stays valid for 24 hours after the
 next set replaces it, and the current set never expires.
 """
 

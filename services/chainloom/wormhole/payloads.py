@@ -1,4 +1,8 @@
-"""Typed decoders for the payloads chainloom indexes and relays (reference section 2 and 1.4).
+"""Typed decoders for the payloads chainloom indexes and relays.
+
+Layouts from wormhole-foundation/wormhole: whitepapers 0002 (governance), 0003 (token bridge)
+and 0006 (NFT bridge), ``sdk/vaa/payloads.go``, ``ethereum/contracts/bridge/Bridge.sol`` and
+``ethereum/contracts/nft/NFTBridge.sol``.
 
 A payload id alone does not say what a payload is: id 1 is a token transfer from a token
 bridge and an NFT transfer from an NFT bridge, and one address (``5a58505a...3fde``) is the
@@ -281,16 +285,17 @@ def denormalize_amount(amount: int, decimals: int) -> int:
 
 
 def format_amount(amount: int, decimals: int) -> str:
-    """A normalised amount as a decimal string, the way ``event_database`` wrote it.
+    """A normalised amount in whole tokens with exactly ``min(decimals, 8)`` fraction digits.
 
-    ``d = min(decimals, 8)`` fraction digits; an amount with exactly ``d`` digits has an empty
-    integer part (``.00000100``), as in the reference.
+    ``40006106`` with 6 decimals is ``40.006106``; an amount below one token keeps its leading
+    zero (``0.00000100``), unlike the reference ``event_database``, which wrote ``.00000100``.
+    Exact for any uint256 amount (integer arithmetic, no rounding).
     """
     places = min(decimals, 8)
     if places <= 0:
         return str(amount)
-    digits = str(amount).rjust(places, "0")
-    return f"{digits[:-places]}.{digits[-places:]}"
+    whole, fraction = divmod(amount, 10**places)
+    return f"{whole}.{fraction:0{places}d}"
 
 
 def _need(kind: str, payload: bytes, length: int, *, exact: bool) -> None:

@@ -7,7 +7,7 @@ Why this module is written the way it is:
   indices must be strictly ascending already at parse time, because a VAA that breaks this can
   never verify and storing it would only let it masquerade as a real message.
 * **Byte exact.** The digest is the VAA's identity for replay protection, and it must be taken
-  over the *received* body bytes (reference section 1.2). The wire format is canonical (fixed
+  over the *received* body bytes (sdk/vaa/structs.go). The wire format is canonical (fixed
   widths, the payload is the rest), so ``to_bytes()`` of a parsed VAA is the input again; the
   parser still keeps the received buffer so ``body`` and ``to_bytes()`` cost nothing.
 * **Fast.** The spy delivers every VAA ~10 times; decoding must stay far below the cost of one
@@ -77,7 +77,7 @@ class Signature:
 
 @dataclass(frozen=True, slots=True)
 class VAA:
-    """A signed Verifiable Action Approval (reference section 1.1)."""
+    """A signed Verifiable Action Approval (layout: ``sdk/vaa/structs.go``)."""
 
     version: int
     """Wire-format version; always 1."""
@@ -182,7 +182,7 @@ class VAA:
     def row_key(self) -> str:
         """``chain:emitter64hex:sequence`` with the sequence zero-padded to 16 digits.
 
-        This is the Bigtable row key of ``specs/wormhole-bigtable-schema.md``. Sequences of
+        This is the event store's Bigtable row key (``docs/eventstore.md``). Sequences of
         17-20 digits are longer than 16 characters and sort after every 16-digit key of the
         same emitter whose first digit is not greater (the documented caveat).
         """
@@ -299,7 +299,7 @@ def signature_entries(vaa: VAA) -> tuple[bytes, list[bytes]]:
 
 
 def parse_vaa(data: bytes | bytearray | memoryview) -> VAA:
-    """Parse a signed VAA, strictly (reference section 1.1).
+    """Parse a signed VAA, strictly (``sdk/vaa/structs.go`` ``Unmarshal``).
 
     Raises :class:`VAAParseError` (or a subclass) naming what is wrong and the byte offset:
     too short, unsupported version, a truncated signature list or body, or guardian indices

@@ -1,6 +1,7 @@
 """Guardian signature verification, with a cache that makes the spy's repeats cheap.
 
-Rules (reference 1.3, the same as ``sdk/vaa`` and ``Messages.sol``): the set is the one the
+Rules (wormhole-foundation/wormhole ``sdk/vaa/structs.go`` ``verifySignatures`` and the EVM
+``Messages.sol``, which agree): the set is the one the
 VAA *names*; at least one and at most N signatures; guardian indices in range and strictly
 ascending; every signature must recover (secp256k1, no message prefix) to the address in its
 slot; quorum is floor(2N/3)+1 signatures; an old set is refused after its expiry.

@@ -14,7 +14,7 @@ from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.types import LedgerRange
 from tests.integration.ledger.test_conformance import key, make_header, walk, write_ledger
 
-# Reference section 2.1: columns, partition key, clustering columns with their order.
+# XRPLF/clio src/data/cassandra/Schema.hpp: columns, partition key, clustering columns (ordered).
 EXPECTED_TABLES = {
     "objects": (
         {"key": "blob", "sequence": "bigint", "object": "blob"},

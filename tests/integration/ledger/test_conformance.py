@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from chainloom.ledger.backend import BackendInterface, book_base, directory_page_key, make_backend
+from chainloom.ledger.backend import BackendInterface, directory_page_key, make_backend
 from chainloom.ledger.config import BackendConfig, CassandraConfig, SqliteConfig
 from chainloom.ledger.errors import LedgerInputError
 from chainloom.ledger.successor import SuccessorTracker
@@ -34,8 +34,9 @@ from chainloom.ledger.types import (
     TransactionAndMetadata,
     TransactionsAndCursor,
     TransactionsCursor,
-    sha512_half,
 )
+from chainloom.ledger.xrpl.hashing import sha512_half
+from chainloom.ledger.xrpl.parse import book_base
 from tests.conftest import REPO_ROOT
 
 # --------------------------------------------------------------------------------------------

@@ -1,14 +1,21 @@
 """Signed token-transfer VAAs and relay requests for the relay-table and worker tests.
 
 VAAs are signed by :class:`chainloom.wormhole.DevGuardians` (the dev kit), from its dev
-token-bridge emitter, with a token-bridge payload 1 built here field by field (reference 2.1):
-the tests choose the target chain and sequence of every transfer.
+token-bridge emitter, with a token-bridge payload 1 built here field by field (Wormhole
+whitepaper 0003): the tests choose the target chain and sequence of every transfer.
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import socket
+import subprocess
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 import redis
 
 from chainloom.relayer._redis import sync
@@ -84,3 +91,41 @@ def dump_redis(client: redis.Redis) -> bytes:
         else:
             raise AssertionError(f"unexpected key type {kind} for {key!r}")
     return b"\n".join(out)
+
+
+@contextlib.contextmanager
+def private_redis(directory: Path, *, appendonly: bool, appendfsync: str) -> Iterator[str]:
+    """A redis-server of this test's own on a free loopback port, with the given persistence.
+
+    For tests that need a persistence setting the stack's Redis does not have: the stack's
+    server is shared, so its configuration is not changed under other tests' feet.
+    """
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not on PATH")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(directory),
+         "--save", "", "--appendonly", "yes" if appendonly else "no",
+         "--appendfsync", appendfsync],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                assert server.poll() is None, f"redis-server exited with {server.returncode}"
+                assert time.monotonic() < deadline, "redis-server did not answer in 20 s"
+                time.sleep(0.05)
+        client.close()
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=20)

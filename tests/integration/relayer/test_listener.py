@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import signal
 import subprocess
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from chainloom.relayer.listener import Intake, Listener, Status
+from chainloom.relayer.intake import Intake, Outcome
+from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import Table
 from chainloom.relayer.spy_client import Backoff, SpyClient
 from chainloom.relayer.spy_protocol import EmitterKey
@@ -36,6 +38,7 @@ from tests.ingest_support import (
     dev_policy,
     signed_transfer,
 )
+from tests.integration.relayer.relay_support import private_redis
 
 FAST = Backoff(initial=0.05, maximum=0.2)
 
@@ -171,8 +174,8 @@ def test_nineteen_copies_racing_through_many_threads_make_one_request(client):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda data: intake.submit(data, source="spy"), copies))
 
-    assert [r.status for r in results].count(Status.QUEUED) == 1
-    assert [r.status for r in results].count(Status.KNOWN) == 18
+    assert [r.outcome for r in results].count(Outcome.QUEUED) == 1
+    assert [r.outcome for r in results].count(Outcome.KNOWN) == 18
     assert {r.digest for r in results} == {vaa.digest_hex}
     assert all(r.table == "incoming" for r in results)
     assert RelayTables(client).depths()[Table.INCOMING] == {TARGET_CHAIN: 1}
@@ -187,10 +190,10 @@ def test_an_already_redeemed_transfer_is_refused_and_not_queued(client):
     refused = intake.submit(scooped.to_bytes())
     queued = intake.submit(fresh.to_bytes())
 
-    assert refused.status is Status.REJECTED
+    assert refused.outcome is Outcome.REJECTED
     assert refused.rule is Rule.NOT_REDEEMED
     assert refused.reason == f"already redeemed on target chain {TARGET_CHAIN}"
-    assert queued.status is Status.QUEUED
+    assert queued.outcome is Outcome.QUEUED
     tables = RelayTables(client)
     assert tables.locate(scooped.digest_hex) is None
     assert tables.locate(fresh.digest_hex) is Table.INCOMING
@@ -201,14 +204,14 @@ def test_a_known_request_reports_the_table_it_is_in(client):
     intake = make_intake(client)
     tables = RelayTables(client)
     vaa = signed_transfer(3)
-    assert intake.submit(vaa.to_bytes()).status is Status.QUEUED
+    assert intake.submit(vaa.to_bytes()).outcome is Outcome.QUEUED
     assert tables.acquire_lease("w1", TARGET_CHAIN, "token", 30)
     claimed = tables.claim("w1", TARGET_CHAIN, "token", limit=10, lease_ttl=30)
     assert [r.digest for r in claimed] == [vaa.digest_hex]
 
     again = intake.submit(GUARDIANS.resign(vaa, signers=list(range(6, 19))).to_bytes())
 
-    assert again.status is Status.KNOWN
+    assert again.outcome is Outcome.KNOWN
     assert again.table == "in_work"
     assert again.reason == "already in in_work"
 
@@ -217,9 +220,58 @@ def test_redis_down_is_unavailable_not_a_rejection():
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
     intake = make_intake(dead)
     result = intake.submit(signed_transfer(1).to_bytes())
-    assert result.status is Status.UNAVAILABLE
+    assert result.outcome is Outcome.UNAVAILABLE
     assert result.reason is not None
     assert result.reason.startswith("redis unavailable")
+
+
+def persistence_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "chainloom.relayer.listener" and record.levelno == logging.WARNING
+    ]
+
+
+@pytest.mark.parametrize("appendonly", [False, True])
+def test_listener_warns_once_at_start_when_redis_does_not_persist(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, appendonly: bool
+):
+    caplog.set_level(logging.WARNING, logger="chainloom.relayer.listener")
+    with private_redis(tmp_path, appendonly=appendonly, appendfsync="everysec") as url:
+        connection = redis.Redis.from_url(url)
+        port = connection.get_connection_kwargs()["port"]
+        listener = Listener(make_intake(connection))
+
+        async def scenario() -> None:
+            await listener.start()
+            await listener.stop()  # waits for the start-up check, which runs in the pool
+
+        try:
+            run(scenario)
+        finally:
+            connection.close()
+    warnings = persistence_warnings(caplog)
+    if appendonly:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1
+        assert f"Redis 127.0.0.1:{port} runs without its append-only file" in warnings[0]
+
+
+def test_listener_starts_when_redis_is_unreachable_and_says_so(caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.WARNING, logger="chainloom.relayer.listener")
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    listener = Listener(make_intake(dead))
+
+    async def scenario() -> None:
+        await listener.start()
+        await listener.stop()
+
+    run(scenario)
+    warnings = persistence_warnings(caplog)
+    assert len(warnings) == 1
+    assert warnings[0].startswith("listener: cannot read Redis's persistence setting yet")
 
 
 def write_listener_config(tmp_path: Path, redis_url: str, spy_address: str) -> Path:
@@ -264,7 +316,11 @@ def test_spy_serve_feeds_relayer_listen_end_to_end(tmp_path: Path, redis_url: st
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert listener.stderr is not None
-        first = listener.stderr.readline()
+        # A warning about Redis's persistence may come before or after the line we wait for.
+        first = ""
+        while not first.startswith("listener: REST on"):
+            first = listener.stderr.readline()
+            assert first, "the listener exited before serving"
         assert first.startswith("listener: REST on 127.0.0.1:"), first
         tables = RelayTables(client)
         deadline = time.monotonic() + 60

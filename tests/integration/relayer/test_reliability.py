@@ -5,8 +5,8 @@ random moments and restarts.
 
 The spy replays the file losslessly (``--lossless``) at SPY_RATE: the real spy may drop VAAs,
 and the listener's bounded buffer drops when it falls behind; recovering those is the
-backfill's job (reference section 8), not the relay queue's, so this test keeps the stream
-below the listener's pace.
+backfill's job (relayer-engine#21: "The spy can be unreliable and drop VAAs"), not the relay
+queue's, so this test keeps the stream below the listener's pace.
 
 The target chains are simulated in Redis (:class:`RedisLedgerAdapter`), so every worker process
 and this test see the same chain. The chain refuses a second redemption of a transfer and counts

@@ -14,7 +14,8 @@ import pytest
 import redis
 
 from chainloom.relayer.config import RelayerConfig, RestConfig
-from chainloom.relayer.listener import Intake, Listener
+from chainloom.relayer.intake import Intake
+from chainloom.relayer.listener import Listener
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.wormhole import parse_vaa
@@ -26,6 +27,7 @@ from tests.ingest_support import (
     flip_signature_byte,
     signed_transfer,
 )
+from tests.integration.relayer.relay_support import private_redis
 
 LIMIT = 4096
 
@@ -179,7 +181,9 @@ def test_health_readiness_and_stats(intake):
                 assert (response.status, await response.json()) == (200, {"status": "ok"})
             async with session.get(f"{base}/readyz") as response:
                 assert response.status == 200
-                assert (await response.json())["redis"] == "ok"
+                ready = await response.json()
+            assert ready["redis"] == "ok"
+            assert ready["redis_persistence"]["aof"] in ("on", "off")
             await post_vaa(session, base, signed_transfer(1).to_bytes().hex())
             await post_vaa(session, base, signed_transfer(1).to_bytes().hex())
             await post_vaa(session, base, signed_transfer(2, to_chain=5).to_bytes().hex())
@@ -201,6 +205,32 @@ def test_health_readiness_and_stats(intake):
             assert "# TYPE chainloom_listener_rule_total counter" in exposition
 
     run(scenario)
+
+
+@pytest.mark.parametrize(
+    ("appendonly", "appendfsync", "expected"),
+    [
+        (True, "always", {"aof": "on", "appendfsync": "always"}),
+        (True, "everysec", {"aof": "on", "appendfsync": "everysec"}),
+        (False, "everysec", {"aof": "off", "appendfsync": "everysec"}),
+    ],
+)
+def test_readiness_reports_redis_persistence(tmp_path, appendonly, appendfsync, expected):
+    with private_redis(tmp_path, appendonly=appendonly, appendfsync=appendfsync) as url:
+        client = redis.Redis.from_url(url)
+        intake = Intake(Validator(dev_policy(), GUARDIANS.sets()), RelayTables(client))
+
+        async def scenario() -> None:
+            async with serving(intake) as (session, base), session.get(f"{base}/readyz") as answer:
+                assert answer.status == 200
+                body = await answer.json()
+            assert body["redis"] == "ok"
+            assert body["redis_persistence"] == expected
+
+        try:
+            run(scenario)
+        finally:
+            client.close()
 
 
 def test_readiness_fails_while_redis_is_unreachable():

@@ -1,5 +1,5 @@
 """Payload byte builders for tests (token bridge 1/2/3, NFT bridge 1), from the layouts in the
-reference (section 2)."""
+token and NFT bridge whitepapers (0003, 0006)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ import dataclasses
 import pytest
 
 from chainloom.ledger.backend import (
-    book_base,
     directory_entries,
     directory_page_key,
     make_backend,
@@ -18,6 +17,7 @@ from chainloom.ledger.config import BackendConfig, CassandraConfig
 from chainloom.ledger.errors import LedgerConfigError, LedgerInputError
 from chainloom.ledger.sqlite import SqliteBackend
 from chainloom.ledger.types import LAST_KEY, LedgerRange
+from chainloom.ledger.xrpl.parse import book_base
 
 
 def test_unknown_database_type_is_a_clear_error(tmp_path):

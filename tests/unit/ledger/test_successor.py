@@ -1,4 +1,4 @@
-"""Successor-list upkeep: the reference's worked example, ledger 38129, and a brute-force model."""
+"""Successor-list upkeep: Clio's worked example, ledger 38129, and a brute-force model."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from chainloom.ledger.types import FIRST_KEY, LAST_KEY
 
 
 def k(last: int) -> bytes:
-    """A key abbreviated to its last byte, as in reference section 3.2."""
+    """A key abbreviated to its last byte, as in XRPLF/clio ``src/data/README.md``'s example."""
     return bytes(31) + bytes([last])
 
 
@@ -95,7 +95,8 @@ def test_ledger_38129_initial_load_rows(xrpl_vectors):
     assert len(list_rows) == 262
     base_rows = set(rows) - list_rows
     assert set(rows) >= list_rows
-    # The four book-base rows of reference section 3.2 (prefixes and heads of the keys).
+    # Ledger 38129's four book-base rows (prefixes and heads of the keys); five book directories,
+    # two sharing a base.
     shown = sorted((b.hex().upper()[:8], n.hex().upper()[-20:]) for b, n in base_rows)
     assert shown == [
         ("2FB4904A", "82144F0415EB4EA0C727"),

@@ -204,7 +204,9 @@ def test_amount_helpers():
     assert denormalize_amount(123_456_789, 18) == 1_234_567_890_000_000_000
     assert denormalize_amount(7, 8) == 7
     assert format_amount(40_006_106, 6) == "40.006106"
-    assert format_amount(100, 18) == ".00000100"
+    assert format_amount(100, 18) == "0.00000100"
+    assert format_amount(0, 8) == "0.00000000"
+    assert format_amount(2**256 - 1, 18) == f"{(2**256 - 1) // 10**8}.{(2**256 - 1) % 10**8:08d}"
     assert format_amount(20_000_000_000, 18) == "200.00000000"
     assert format_amount(5, 0) == "5"
 

@@ -154,7 +154,9 @@ def _check_token_bridge(payload: Any, expected: dict[str, Any]) -> None:
     display = expected.get("display")
     if display:
         shown = format_amount(payload.amount, display["token_decimals"])
-        assert shown == display["amount_string_like_event_database"]
+        # The reference wrote amounts below one token without the leading zero (".00000100").
+        reference = shown[1:] if shown.startswith("0.") else shown
+        assert reference == display["amount_string_like_event_database"]
 
 
 def _check_nft(payload: Any, expected: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from chainloom.ledger.xrpl.binary import vl_prefix
 
 PREFIX_TRANSACTION_ID = b"TXN\x00"
-PREFIX_LEDGER = b"LWR\x00"
+PREFIX_LEDGER = b"LWR\x00"  # HashPrefix::ledgerMaster
 PREFIX_STATE_LEAF = b"MLN\x00"
 PREFIX_TX_LEAF = b"SND\x00"
 PREFIX_INNER = b"MIN\x00"
@@ -22,18 +22,18 @@ ZERO_HASH = b"\x00" * 32
 
 
 def sha512_half(data: bytes) -> bytes:
-    """The first 32 bytes of SHA-512."""
+    """The first 32 bytes of SHA-512: the XRP Ledger's hash function (``SHA512Half``)."""
     return hashlib.sha512(data).digest()[:32]
 
 
 def transaction_id(transaction: bytes) -> bytes:
     """The hash (ID) of a signed transaction blob."""
-    return hashlib.sha512(PREFIX_TRANSACTION_ID + transaction).digest()[:32]
+    return sha512_half(PREFIX_TRANSACTION_ID + transaction)
 
 
 def state_leaf_hash(key: bytes, blob: bytes) -> bytes:
     """The SHAMap leaf hash of a ledger object."""
-    return hashlib.sha512(PREFIX_STATE_LEAF + blob + key).digest()[:32]
+    return sha512_half(PREFIX_STATE_LEAF + blob + key)
 
 
 def transaction_leaf_hash(tx_id: bytes, transaction: bytes, metadata: bytes) -> bytes:
@@ -46,7 +46,7 @@ def transaction_leaf_hash(tx_id: bytes, transaction: bytes, metadata: bytes) -> 
         + metadata
         + tx_id
     )
-    return hashlib.sha512(data).digest()[:32]
+    return sha512_half(data)
 
 
 def shamap_root(leaves: Sequence[tuple[bytes, bytes]]) -> bytes:
@@ -73,7 +73,7 @@ def _subtree(leaves: Sequence[tuple[bytes, bytes]], lo: int, hi: int, depth: int
             end += 1
         children[nibble] = _subtree(leaves, start, end, depth + 1)
         start = end
-    return hashlib.sha512(PREFIX_INNER + b"".join(children)).digest()[:32]
+    return sha512_half(PREFIX_INNER + b"".join(children))
 
 
 def state_root(objects: Sequence[tuple[bytes, bytes]]) -> bytes:

@@ -11,10 +11,9 @@ OWNER_DIR = b"\x00O"
 OFFER = b"\x00o"
 RIPPLE_STATE = b"\x00r"
 BOOK = b"\x00B"
-DIR_PAGE = b"\x00d"
+DIR_PAGE = b"\x00d"  # page n > 0 of a directory: SHA512Half(DIR_PAGE || root || uint64 n)
 SKIP_LIST = b"\x00s"
 NFTOKEN_OFFER = b"\x00q"
-NFTOKEN_BUY_OFFERS = b"\x00h"
 NFTOKEN_SELL_OFFERS = b"\x00i"
 
 
@@ -39,11 +38,14 @@ def ripple_state(first: bytes, second: bytes, currency: bytes) -> bytes:
     return sha512_half(RIPPLE_STATE + low + high + currency)
 
 
-def book_base(
+def book(
     pays_currency: bytes, pays_issuer: bytes, gets_currency: bytes, gets_issuer: bytes
 ) -> bytes:
-    """The base of an order book: its directories are the base with a quality in the low 64
-    bits."""
+    """The base key of the order book for an asset pair (rippled ``keylet::book``).
+
+    Its directories are the base with a quality in the low 64 bits; going the other way, from
+    a directory's key to its book's base, is :func:`chainloom.ledger.xrpl.parse.book_base`.
+    """
     digest = sha512_half(BOOK + pays_currency + gets_currency + pays_issuer + gets_issuer)
     return digest[:24] + b"\x00" * 8
 

@@ -219,7 +219,9 @@ def is_book_directory(blob: bytes) -> bool:
 
 
 def book_base(directory_key: bytes) -> bytes:
-    """The base of the book a book directory belongs to (its quality bytes zeroed)."""
+    """The base of the book a book directory belongs to: its key with the low 64 bits (the
+    quality) zeroed. The base of a book from its asset pair is
+    :func:`chainloom.ledger.xrpl.keylets.book`."""
     return directory_key[:24] + b"\x00" * 8
 
 
