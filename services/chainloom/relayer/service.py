@@ -1,0 +1,108 @@
+"""Building and running the relayer from its settings: the one way every entry point starts it.
+
+The CLI (``chainloom relayer listen|work|queues|failed``), the operator's pods and any batch
+job call these functions with a :class:`~chainloom.relayer.config.RelayerSettings`; none of
+them wires Redis, the validator, the spy client or a chain adapter by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+
+import redis
+
+from chainloom.relayer.adapters import ChainAdapter, InProcessAdapter, RedisLedgerAdapter
+from chainloom.relayer.config import RelayerSettings
+from chainloom.relayer.errors import ConfigError, TablesUnavailableError
+from chainloom.relayer.listener import Intake, Listener
+from chainloom.relayer.model import RetryPolicy
+from chainloom.relayer.spy_client import SpyClient
+from chainloom.relayer.spy_server import EmitterKey
+from chainloom.relayer.tables import RelayTables
+from chainloom.relayer.validation import Validator
+from chainloom.relayer.wallet import Wallet
+from chainloom.relayer.worker import Worker, WorkerSettings
+from chainloom.wormhole import CHAINS, chain_id
+from chainloom.wormhole.errors import WormholeError
+
+
+def redis_client(settings: RelayerSettings) -> redis.Redis:
+    """A client for the configured Redis (no connection is made yet)."""
+    try:
+        return redis.Redis.from_url(settings.redis.url.get_secret_value())
+    except ValueError as error:
+        raise ConfigError(f"redis.url {settings.redis.redacted_url}: {error}") from None
+
+
+def open_tables(settings: RelayerSettings, *, check: bool = True) -> RelayTables:
+    """The relay tables; with ``check`` Redis is pinged first (TablesUnavailableError if down)."""
+    client = redis_client(settings)
+    if check:
+        try:
+            client.ping()
+        except redis.RedisError as error:
+            raise TablesUnavailableError(
+                f"cannot use Redis at {settings.redis.redacted_url}: {error}"
+            ) from None
+    return RelayTables(client, settings.redis.key_prefix)
+
+
+def worker_chain(settings: RelayerSettings, chain: str | int) -> int:
+    """The target chain a worker is asked to serve, checked against the settings.
+
+    Refused (ConfigError naming the chain): a name or id Wormhole does not know, and a chain
+    missing from ``target_chains`` when that list is set.
+    """
+    try:
+        chosen = chain if isinstance(chain, int) else chain_id(chain)
+    except WormholeError:
+        raise ConfigError(f"unknown chain {chain!r}") from None
+    if settings.target_chains:
+        if chosen not in settings.target_chains:
+            configured = ", ".join(str(c) for c in settings.target_chains)
+            raise ConfigError(
+                f"chain {chain!r} is not among the configured target_chains ({configured})"
+            )
+    elif chosen not in CHAINS:
+        raise ConfigError(f"unknown chain {chain!r} (not a Wormhole chain id)")
+    return chosen
+
+
+def build_worker(settings: RelayerSettings, chain: int, wallet: Wallet) -> Worker:
+    """One worker for ``chain`` and ``wallet`` on the configured tables and chain adapter."""
+    options = settings.worker
+    tables = open_tables(settings)
+    adapter: ChainAdapter
+    if options.adapter == "inprocess":
+        adapter = InProcessAdapter(chain)
+    else:
+        adapter = RedisLedgerAdapter(tables.client, chain)
+    policy = RetryPolicy(
+        max_retries=options.max_retries,
+        base_delay=options.backoff.initial,
+        max_delay=options.backoff.maximum,
+        jitter=options.backoff.jitter,
+    )
+    pacing = WorkerSettings(
+        policy=policy,
+        lease_ttl=options.lease_ttl,
+        batch=options.batch,
+        idle_sleep=options.idle_sleep,
+        recheck=options.recheck,
+        reap_every=options.reap_every,
+        stop_when_idle=options.stop_when_idle,
+    )
+    return Worker(tables, adapter, wallet, pacing)
+
+
+def run_worker(settings: RelayerSettings, chain: int, wallet: Wallet) -> None:
+    """Run one worker until SIGTERM or SIGINT (or ``worker.stop_when_idle``)."""
+    worker = build_worker(settings, chain, wallet)
+    signal.signal(signal.SIGTERM, lambda *_: worker.stop())
+    try:
+        worker.run()
+    except KeyboardInterrupt:
+        worker.stop()
