@@ -77,7 +77,8 @@ def _run(config: Any, *, rest: bool, redeem_check: str, threads: int) -> None:
     import redis
 
     from chainloom.relayer.errors import ConfigError
-    from chainloom.relayer.listener import Intake, Listener
+    from chainloom.relayer.intake import Intake
+    from chainloom.relayer.listener import Listener
     from chainloom.relayer.spy_client import SpyClient
     from chainloom.relayer.spy_server import EmitterKey
     from chainloom.relayer.tables import RelayTables

@@ -1,4 +1,4 @@
-"""The listener's REST endpoint (aiohttp): submit one VAA, and health probes.
+"""The listener's REST endpoint (aiohttp): intake outcomes as HTTP answers, and health probes.
 
 Why these routes: ``POST /v1/relay`` is the safe way to hand over a VAA (standard base64 holds
 ``/`` and ``+``, fragile in a URL path); ``GET /relayvaa/{base64}`` is kept because the
@@ -6,38 +6,90 @@ reference's clients call it. Unlike the reference, the status code tells the tru
 queued, 200 already known (and where), 422 rejected (and why), 400 malformed, 413 too large,
 503 when Redis is unreachable - and the body always says the same in JSON. See
 ``docs/relayer-api.md``.
+
+This module is the only place that knows HTTP: the intake (:mod:`chainloom.relayer.intake`)
+answers with an :class:`~chainloom.relayer.intake.Outcome`, :data:`HTTP_STATUS` maps it to a
+code, and :func:`response_body` writes the documented JSON. It serves anything shaped like
+:class:`IntakeService`; :mod:`chainloom.relayer.listener` wires the real one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import urllib.parse
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
-from chainloom.relayer.listener import IntakeResult, Status
+from chainloom.relayer.intake import IntakeResult, Outcome
 from chainloom.relayer.validation import decode_text
 from chainloom.wormhole.errors import WormholeError
 
 if TYPE_CHECKING:
     from chainloom.relayer.config import RestConfig
-    from chainloom.relayer.listener import Listener
+
+log = logging.getLogger(__name__)
 
 ROUTES = ["POST /v1/relay", "GET /relayvaa/<vaaInBase64>", "GET /healthz", "GET /readyz",
           "GET /v1/stats", "GET /metrics"]  # fmt: skip
 
+HTTP_STATUS: Mapping[Outcome, int] = {
+    Outcome.QUEUED: 202,
+    Outcome.KNOWN: 200,
+    Outcome.REJECTED: 422,
+    Outcome.MALFORMED: 400,
+    Outcome.UNAVAILABLE: 503,
+}
+"""The HTTP status code answered for each intake outcome."""
+
+TOO_LARGE = 413
+"""The code for a request over ``rest.max_request_bytes`` (decided here, before the intake)."""
+
+
+class IntakeService(Protocol):
+    """What the REST endpoint serves: the listener's intake, readiness and counters."""
+
+    async def submit(self, data: bytes, *, source: str) -> IntakeResult:
+        """Decide one VAA without blocking the event loop."""
+        ...
+
+    def ready(self) -> tuple[bool, dict[str, Any]]:
+        """Whether VAAs can be queued now, with details for ``/readyz`` (blocking)."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Every counter, for ``/v1/stats`` and ``/metrics``."""
+        ...
+
+
+def response_body(result: IntakeResult) -> dict[str, Any]:
+    """The documented JSON body for one intake result."""
+    body: dict[str, Any] = {"status": result.outcome.value}
+    for name in ("digest", "message_id", "table", "reason"):
+        value = getattr(result, name)
+        if value is not None:
+            body[name] = value
+    if result.rule is not None:
+        body["rule"] = result.rule.value
+    return body
+
 
 def _answer(result: IntakeResult) -> web.Response:
-    return web.json_response(result.to_json(), status=result.status.value)
+    return web.json_response(response_body(result), status=HTTP_STATUS[result.outcome])
 
 
-def _refuse(status: Status, reason: str) -> web.Response:
-    return _answer(IntakeResult(status, reason=reason))
+def _malformed(reason: str) -> web.Response:
+    return _answer(IntakeResult(Outcome.MALFORMED, reason=reason))
 
 
-def build_app(listener: Listener, config: RestConfig) -> web.Application:
+def _too_large(reason: str) -> web.Response:
+    return web.json_response({"status": "too_large", "reason": reason}, status=TOO_LARGE)
+
+
+def build_app(listener: IntakeService, config: RestConfig) -> web.Application:
     """The aiohttp application serving ``listener``."""
     limit = config.max_request_bytes
     # aiohttp refuses larger bodies itself; our handler answers first with a JSON 413.
@@ -45,39 +97,37 @@ def build_app(listener: Listener, config: RestConfig) -> web.Application:
 
     async def relay(request: web.Request) -> web.Response:
         if request.content_length is not None and request.content_length > limit:
-            return _refuse(Status.TOO_LARGE, f"request body exceeds {limit} bytes")
+            return _too_large(f"request body exceeds {limit} bytes")
         parts: list[bytes] = []
         size = 0
         try:
             while chunk := await request.content.read(65536):
                 size += len(chunk)
                 if size > limit:
-                    return _refuse(Status.TOO_LARGE, f"request body exceeds {limit} bytes")
+                    return _too_large(f"request body exceeds {limit} bytes")
                 parts.append(chunk)
         except (ConnectionError, asyncio.IncompleteReadError):
-            return _refuse(Status.MALFORMED, "incomplete request body")
+            return _malformed("incomplete request body")
         body = b"".join(parts)
         try:
             document = json.loads(body)
         except (ValueError, UnicodeDecodeError):
-            return _refuse(Status.MALFORMED, 'body is not JSON; send {"vaa": "<base64 or hex>"}')
+            return _malformed('body is not JSON; send {"vaa": "<base64 or hex>"}')
         if not isinstance(document, dict) or not isinstance(document.get("vaa"), str):
-            return _refuse(
-                Status.MALFORMED, 'body must be a JSON object {"vaa": "<base64 or hex>"}'
-            )
+            return _malformed('body must be a JSON object {"vaa": "<base64 or hex>"}')
         return await _submit_text(document["vaa"])
 
     async def relay_legacy(request: web.Request) -> web.Response:
         text = urllib.parse.unquote(request.match_info["vaa"])
         if len(text) > limit:
-            return _refuse(Status.TOO_LARGE, f"VAA in the path exceeds {limit} characters")
+            return _too_large(f"VAA in the path exceeds {limit} characters")
         return await _submit_text(text)
 
     async def _submit_text(text: str) -> web.Response:
         try:
             data = decode_text(text)
         except WormholeError as error:
-            return _refuse(Status.MALFORMED, f"vaa is not hex or base64: {error}")
+            return _malformed(f"vaa is not hex or base64: {error}")
         return _answer(await listener.submit(data, source="rest"))
 
     async def healthz(_: web.Request) -> web.Response:
@@ -108,6 +158,28 @@ def build_app(listener: Listener, config: RestConfig) -> web.Application:
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/", index)
     return app
+
+
+class RestServer:
+    """The REST endpoint bound to its address: start it, learn its port, stop it."""
+
+    def __init__(self, listener: IntakeService, config: RestConfig) -> None:
+        self.config = config
+        self.port = 0
+        self._runner = web.AppRunner(build_app(listener, config), access_log=None)
+
+    async def start(self) -> int:
+        """Bind and serve; returns the port (the chosen one when ``rest.port`` is 0)."""
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.config.host, self.config.port).start()
+        addresses = self._runner.addresses
+        self.port = int(addresses[0][1]) if addresses else self.config.port
+        log.info("listener: REST on %s:%d", self.config.host, self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        """Stop serving and close every connection."""
+        await self._runner.cleanup()
 
 
 def prometheus_text(stats: dict[str, Any]) -> str:

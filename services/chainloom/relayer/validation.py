@@ -5,7 +5,7 @@ Why a module of its own: the reference listener checked no signatures, treated `
 sections 4.3 and 8). Here every rule has a name, a counter and a reason a sender can act on,
 and the rules are pure: they see bytes, the guardian sets and the policy, nothing else. The
 two rules that need state - "not already in any table" and "not already redeemed" - are named
-here too, but the listener (:mod:`chainloom.relayer.listener`) runs them against Redis and the
+here too, but the intake (:mod:`chainloom.relayer.intake`) runs them against Redis and the
 chain adapters.
 
 Rule order (the first failing rule decides):

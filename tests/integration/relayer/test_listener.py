@@ -18,7 +18,8 @@ import pytest
 import redis
 
 from chainloom.relayer.adapters import InProcessAdapter
-from chainloom.relayer.listener import Intake, Listener, Status
+from chainloom.relayer.intake import Intake, Outcome
+from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import Table
 from chainloom.relayer.spy_client import Backoff, SpyClient
 from chainloom.relayer.spy_server import EmitterKey, SpyHub, SpyServer
@@ -170,8 +171,8 @@ def test_nineteen_copies_racing_through_many_threads_make_one_request(client):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda data: intake.submit(data, source="spy"), copies))
 
-    assert [r.status for r in results].count(Status.QUEUED) == 1
-    assert [r.status for r in results].count(Status.KNOWN) == 18
+    assert [r.outcome for r in results].count(Outcome.QUEUED) == 1
+    assert [r.outcome for r in results].count(Outcome.KNOWN) == 18
     assert {r.digest for r in results} == {vaa.digest_hex}
     assert all(r.table == "incoming" for r in results)
     assert RelayTables(client).depths()[Table.INCOMING] == {TARGET_CHAIN: 1}
@@ -186,10 +187,10 @@ def test_an_already_redeemed_transfer_is_refused_and_not_queued(client):
     refused = intake.submit(scooped.to_bytes())
     queued = intake.submit(fresh.to_bytes())
 
-    assert refused.status is Status.REJECTED
+    assert refused.outcome is Outcome.REJECTED
     assert refused.rule is Rule.NOT_REDEEMED
     assert refused.reason == f"already redeemed on target chain {TARGET_CHAIN}"
-    assert queued.status is Status.QUEUED
+    assert queued.outcome is Outcome.QUEUED
     tables = RelayTables(client)
     assert tables.locate(scooped.digest_hex) is None
     assert tables.locate(fresh.digest_hex) is Table.INCOMING
@@ -200,14 +201,14 @@ def test_a_known_request_reports_the_table_it_is_in(client):
     intake = make_intake(client)
     tables = RelayTables(client)
     vaa = signed_transfer(3)
-    assert intake.submit(vaa.to_bytes()).status is Status.QUEUED
+    assert intake.submit(vaa.to_bytes()).outcome is Outcome.QUEUED
     assert tables.acquire_lease("w1", TARGET_CHAIN, "token", 30)
     claimed = tables.claim("w1", TARGET_CHAIN, "token", limit=10, lease_ttl=30)
     assert [r.digest for r in claimed] == [vaa.digest_hex]
 
     again = intake.submit(GUARDIANS.resign(vaa, signers=list(range(6, 19))).to_bytes())
 
-    assert again.status is Status.KNOWN
+    assert again.outcome is Outcome.KNOWN
     assert again.table == "in_work"
     assert again.reason == "already in in_work"
 
@@ -216,7 +217,7 @@ def test_redis_down_is_unavailable_not_a_rejection():
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
     intake = make_intake(dead)
     result = intake.submit(signed_transfer(1).to_bytes())
-    assert result.status is Status.UNAVAILABLE
+    assert result.outcome is Outcome.UNAVAILABLE
     assert result.reason is not None
     assert result.reason.startswith("redis unavailable")
 

@@ -14,7 +14,8 @@ import pytest
 import redis
 
 from chainloom.relayer.config import RelayerConfig, RestConfig
-from chainloom.relayer.listener import Intake, Listener
+from chainloom.relayer.intake import Intake
+from chainloom.relayer.listener import Listener
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.wormhole import parse_vaa
