@@ -17,7 +17,8 @@ import redis
 from chainloom.relayer.adapters import ChainAdapter, InProcessAdapter, RedisLedgerAdapter
 from chainloom.relayer.config import RelayerSettings
 from chainloom.relayer.errors import ConfigError, TablesUnavailableError
-from chainloom.relayer.listener import Intake, Listener
+from chainloom.relayer.intake import Intake
+from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import RetryPolicy
 from chainloom.relayer.spy_client import SpyClient
 from chainloom.relayer.spy_server import EmitterKey
@@ -74,6 +75,8 @@ def worker_chain(settings: RelayerSettings, chain: str | int) -> int:
 def build_worker(settings: RelayerSettings, chain: int, wallet: Wallet) -> Worker:
     """One worker for ``chain`` and ``wallet`` on the configured tables and chain adapter."""
     options = settings.worker
+    if options.backoff.multiplier != 2.0:
+        raise ConfigError("worker.backoff.multiplier: the relayer's retry waits double (use 2)")
     tables = open_tables(settings)
     adapter: ChainAdapter
     if options.adapter == "inprocess":
@@ -106,3 +109,50 @@ def run_worker(settings: RelayerSettings, chain: int, wallet: Wallet) -> None:
         worker.run()
     except KeyboardInterrupt:
         worker.stop()
+
+
+def build_listener(settings: RelayerSettings) -> Listener:
+    """The listener: validator, tables, optional redemption check, spy client and REST."""
+    client = redis_client(settings)
+    tables = RelayTables(client, settings.redis.key_prefix)
+    adapters: dict[int, ChainAdapter] = {}
+    if settings.redeem_check == "redis-sim":
+        adapters = {chain: RedisLedgerAdapter(client, chain) for chain in settings.target_chains}
+    try:
+        guardian_sets = settings.guardian_sets.load()
+    except WormholeError as error:
+        raise ConfigError(f"guardian_sets.source: {error}") from None
+    validator = Validator(settings.validation_policy(), guardian_sets)
+    intake = Intake(validator, tables, adapters)
+    spy = None
+    if settings.spy_address is not None:
+        filters = [EmitterKey(chain, address) for chain, address in settings.emitter_keys()]
+        spy = SpyClient(
+            settings.spy_address,
+            filters,
+            buffer_size=settings.spy_buffer,
+            overflow=settings.spy_overflow,
+        )
+    rest = settings.rest if settings.rest.enabled else None
+    return Listener(intake, spy=spy, rest=rest, threads=settings.intake_threads)
+
+
+def run_listener(
+    settings: RelayerSettings, *, on_started: Callable[[Listener], None] | None = None
+) -> None:
+    """Run the listener until SIGINT or SIGTERM; ``on_started`` is told once it serves."""
+    listener = build_listener(settings)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, task.cancel)
+        await listener.start()
+        if on_started is not None:
+            on_started(listener)
+        with contextlib.suppress(asyncio.CancelledError):
+            await listener.run_forever()
+
+    asyncio.run(main())

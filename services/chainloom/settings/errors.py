@@ -2,7 +2,7 @@
 
     ChainloomError
     └── SettingsError                settings that cannot be read or do not validate
-        └── UnknownModelError        `config schema NAME` / `config show --service NAME` names nothing
+        └── UnknownModelError        `config schema NAME` or `config show` names no model
 
 Every message is one line that names where the value came from (the file, the environment
 variable or the command line), the dotted field path and what was wrong, so the CLI prints it

@@ -16,6 +16,7 @@ arguments only; :func:`load_settings` is the one place the sources are combined.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -27,6 +28,8 @@ from pydantic_settings import (
     EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+)
+from pydantic_settings import (
     SettingsError as SourceError,
 )
 
@@ -34,6 +37,7 @@ from chainloom.settings.errors import SettingsError
 
 ENV_PREFIX = "CHAINLOOM_"
 """Prefix of every environment variable that sets a field."""
+_FIELD_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 ENV_NESTED_DELIMITER = "__"
 """Separator of nested field names in environment variables (CHAINLOOM_REDIS__URL)."""
 
@@ -100,7 +104,14 @@ def read_environment(model: type[S]) -> dict[str, Any]:
     try:
         return dict(source())
     except SourceError as error:
-        raise SettingsError(f"environment: {error}") from None
+        # pydantic-settings names the top-level field; name the variables that set it.
+        found = re.search(r'field "(\w+)"', str(error))
+        stem = ENV_PREFIX + (found.group(1).upper() if found else "")
+        names = sorted(n for n in os.environ if n.upper().startswith(stem)) or [stem]
+        raise SettingsError(
+            f"environment {', '.join(names)}: not valid JSON (lists and sections are JSON, "
+            'e.g. \'["a", "b"]\')'
+        ) from None
 
 
 def flags_to_mapping(flags: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,9 +203,7 @@ def _has(data: Any, location: tuple[int | str, ...]) -> bool:
     if isinstance(data, Mapping) and isinstance(head, str) and head in data:
         value = data[head]
         return not rest or not isinstance(value, Mapping | list) or _has(value, tuple(rest))
-    if isinstance(data, list) and isinstance(head, int) and 0 <= head < len(data):
-        return True
-    return False
+    return isinstance(data, list) and isinstance(head, int) and 0 <= head < len(data)
 
 
 def _field_path(location: tuple[int | str, ...]) -> str:
@@ -206,12 +215,33 @@ def _field_path(location: tuple[int | str, ...]) -> str:
 
 def describe(error: ValidationError, layers: _Layers) -> str:
     """Every problem of ``error`` on one line: ``source: field.path: what was wrong``."""
+    return "; ".join(
+        f"{layers.source_of(location)}: {_field_path(location)}: {what}"
+        for location, what in _problems(error)
+    )
+
+
+def describe_validation_error(error: ValidationError, root: str = "") -> str:
+    """Every problem of ``error`` on one line, fields named from ``root`` (no source known)."""
+    prefix = tuple(root.split(".")) if root else ()
+    return "; ".join(
+        f"{_field_path(prefix + location)}: {what}" for location, what in _problems(error)
+    )
+
+
+def _problems(error: ValidationError) -> list[tuple[tuple[int | str, ...], str]]:
+    """``(field location, what was wrong)`` of every problem in ``error``."""
     problems = []
     for item in error.errors(include_url=False):
+        raw = item["loc"]
+        # Union branches and validators add steps such as "literal['*']" or "EmitterSettings"
+        # to the location; field names are lower-case identifiers (an unknown key is kept).
         location = tuple(
             part
-            for part in item["loc"]
-            if not (isinstance(part, str) and part.startswith(("function-", "tagged-union[")))
+            for index, part in enumerate(raw)
+            if isinstance(part, int)
+            or _FIELD_NAME.fullmatch(part)
+            or (index == len(raw) - 1 and item["type"] == "extra_forbidden")
         )
         if item["type"] == "extra_forbidden":
             what = "unknown key"
@@ -219,5 +249,5 @@ def describe(error: ValidationError, layers: _Layers) -> str:
             what = item["msg"]
             if "input" in item and not isinstance(item["input"], Mapping | list):
                 what += f" (got {item['input']!r})"
-        problems.append(f"{layers.source_of(location)}: {_field_path(location)}: {what}")
-    return "; ".join(problems)
+        problems.append((location, what))
+    return problems

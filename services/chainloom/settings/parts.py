@@ -191,8 +191,7 @@ class GuardianSetSettings(Part):
     source: str = Field(
         default="mainnet",
         min_length=1,
-        description="'mainnet' or 'devnet' (the bundled sets), or the path of a guardian-set "
-        "file.",
+        description="'mainnet' or 'devnet' (the bundled sets), or the path of a guardian-set file.",
     )
 
     @model_validator(mode="after")

@@ -38,5 +38,6 @@ def model_named(name: str, *, services_only: bool = False) -> type[BaseModel]:
         raise UnknownModelError(f"unknown settings model {name!r} (known: {', '.join(table)})")
     module_name, _, attribute = target.partition(":")
     model = getattr(importlib.import_module(module_name), attribute)
-    assert isinstance(model, type) and issubclass(model, BaseModel)
+    assert isinstance(model, type)
+    assert issubclass(model, BaseModel)
     return model
