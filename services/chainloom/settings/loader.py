@@ -37,6 +37,8 @@ from chainloom.settings.errors import SettingsError
 
 ENV_PREFIX = "CHAINLOOM_"
 """Prefix of every environment variable that sets a field."""
+ENV_NULL = "null"
+"""An environment value that sets a field to null (CHAINLOOM_SPY_ADDRESS=null)."""
 _FIELD_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 ENV_NESTED_DELIMITER = "__"
 """Separator of nested field names in environment variables (CHAINLOOM_REDIS__URL)."""
@@ -100,6 +102,7 @@ def read_environment(model: type[S]) -> dict[str, Any]:
         case_sensitive=False,
         env_prefix=ENV_PREFIX,
         env_nested_delimiter=ENV_NESTED_DELIMITER,
+        env_parse_none_str=ENV_NULL,
     )
     try:
         return dict(source())

@@ -88,7 +88,7 @@ class BigtableSettings(Part):
     table: str = Field(default="wormhole-events", min_length=1, description="The events table.")
     index_table: str = Field(
         default="",
-        description="The secondary-index table; empty means '<table>-index'.",
+        description="The secondary-index table; empty means the events table's name + '-index'.",
     )
     operation_timeout: float = Field(
         default=30.0,

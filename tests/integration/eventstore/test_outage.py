@@ -14,10 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from chainloom.eventstore.bigtable import BigtableTables, StoreSettings
+from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.errors import StoreUnavailableError
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter, WriterConfig
+from chainloom.settings import BigtableSettings
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, DevGuardians
 
 KIT = DevGuardians()
@@ -108,7 +109,7 @@ def _vaas(first: int, count: int) -> list[bytes]:
 
 
 def test_outage_raises_clearly_and_keeps_queued_rows(
-    settings: StoreSettings,
+    settings: BigtableSettings,
     tables: BigtableTables,
     relay: Relay,
     monkeypatch: pytest.MonkeyPatch,

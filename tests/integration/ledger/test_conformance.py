@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from chainloom.ledger.backend import BackendInterface, book_base, directory_page_key, make_backend
-from chainloom.ledger.config import BackendConfig, CassandraConfig, SqliteConfig
+from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 from chainloom.ledger.errors import LedgerInputError
 from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.types import (
@@ -36,6 +36,7 @@ from chainloom.ledger.types import (
     TransactionsCursor,
     sha512_half,
 )
+from chainloom.settings import CassandraSettings
 from tests.conftest import REPO_ROOT
 
 # --------------------------------------------------------------------------------------------
@@ -47,7 +48,7 @@ class Store:
     """One fresh database; ``open()`` gives as many backends on it as a test needs."""
 
     kind: str
-    config: BackendConfig
+    config: DatabaseSettings
     opened: list[BackendInterface] = field(default_factory=list)
 
     def open(self) -> BackendInterface:
@@ -62,13 +63,13 @@ class Store:
 @pytest.fixture(params=["sqlite", "cassandra"])
 def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[Store]:
     if request.param == "sqlite":
-        config = BackendConfig(type="sqlite", sqlite=SqliteConfig(path=str(tmp_path / "l.db")))
+        config = DatabaseSettings(type="sqlite", sqlite=SqliteSettings(path=str(tmp_path / "l.db")))
     else:
         host, port = request.getfixturevalue("cassandra_address")
         keyspace = request.getfixturevalue("cassandra_keyspace")
-        config = BackendConfig(
+        config = DatabaseSettings(
             type="cassandra",
-            cassandra=CassandraConfig(
+            cassandra=CassandraSettings(
                 hosts=(host,), port=port, keyspace=keyspace, replication_factor=1
             ),
         )

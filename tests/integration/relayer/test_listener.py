@@ -229,10 +229,10 @@ def write_listener_config(tmp_path: Path, redis_url: str, spy_address: str) -> P
     config.write_text(
         json.dumps(
             {
-                "redis_url": redis_url,
+                "redis": {"url": redis_url},
                 "spy_address": spy_address,
                 "rest": {"host": "127.0.0.1", "port": 0},
-                "guardian_sets": str(sets),
+                "guardian_sets": {"source": str(sets)},
                 "known_emitters": [
                     {"chain": SOURCE_CHAIN, "address": DEV_TOKEN_BRIDGE_EMITTER.hex()}
                 ],
