@@ -115,7 +115,7 @@ def test_outage_raises_clearly_and_keeps_queued_rows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", relay.address)
-    through_relay = dataclasses.replace(settings, operation_timeout=1.0)
+    through_relay = settings.model_copy(update={"operation_timeout": 1.0})
     config = WriterConfig(flush_rows=1000, max_attempts=3, backoff_initial=0.1, backoff_max=0.5)
     with BigtableTables(through_relay) as relayed:
         writer = EventWriter(relayed, KIT.sets(0), config=config)

@@ -57,7 +57,7 @@ class Store:
         return backend
 
     def config_json(self) -> str:
-        return json.dumps({"database": dataclasses.asdict(self.config)})
+        return json.dumps({"database": self.config.model_dump(mode="json")})
 
 
 @pytest.fixture(params=["sqlite", "cassandra"])

@@ -301,7 +301,8 @@ def test_relayer_listen_refuses_a_bad_config(tmp_path: Path):
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert result.returncode == 2
-    assert "'rest.port' must be an integer in 0..65535" in result.stderr
+    assert f"{config}: rest.port: Input should be less than or equal to 65535" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 class FlakyLink:
