@@ -3,20 +3,22 @@
 Every command that runs a service takes ``--config FILE`` and a few flags; it passes the flags
 that were given (dotted field paths) to :func:`chainloom.settings.load_settings`, which puts
 them over the environment, the file and the defaults. Nothing here writes environment
-variables or repeats a default: the models hold the defaults.
+variables or repeats a default: the models hold the defaults. pydantic is imported only when
+a command runs, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from chainloom.settings import ServiceSettings, SettingsError, load_settings
+if TYPE_CHECKING:
+    from chainloom.settings import ServiceSettings
 
-S = TypeVar("S", bound=ServiceSettings)
+S = TypeVar("S", bound="ServiceSettings")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -28,6 +30,8 @@ def fail(message: str) -> NoReturn:
 
 def load_or_exit(model: type[S], config_file: str | None, flags: Mapping[str, Any]) -> S:
     """``model`` from its sources with ``flags`` on top; a bad value exits 2 naming it."""
+    from chainloom.settings import SettingsError, load_settings
+
     try:
         return load_settings(model, config_file=config_file, flags=flags)
     except SettingsError as error:

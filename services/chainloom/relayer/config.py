@@ -32,6 +32,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from chainloom.relayer.tables import DEFAULT_PREFIX
 from chainloom.relayer.validation import ValidationPolicy
 from chainloom.settings import (
     BackoffSettings,
@@ -134,6 +135,16 @@ class RestSettings(Part):
     )
 
 
+class RelayRedisSettings(RedisSettings):
+    """The Redis of the relay tables (the shared Redis part, with the tables' key prefix)."""
+
+    key_prefix: str = Field(
+        default=DEFAULT_PREFIX,
+        min_length=1,
+        description="Versioned prefix of every key of the relay tables.",
+    )
+
+
 class RelayerWorkerSettings(Part):
     """How a worker claims, submits and retries requests."""
 
@@ -171,8 +182,8 @@ class RelayerSettings(ServiceSettings):
 
     config_file_env: ClassVar[str] = "CHAINLOOM_RELAYER_CONFIG"
 
-    redis: RedisSettings = Field(
-        default_factory=RedisSettings, description="Redis holding the relay tables."
+    redis: RelayRedisSettings = Field(
+        default_factory=RelayRedisSettings, description="Redis holding the relay tables."
     )
     spy_address: str | None = Field(
         default=None,

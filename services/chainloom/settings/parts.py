@@ -56,9 +56,10 @@ class RedisSettings(Part):
         "in it is treated as a secret and never shown.",
     )
     key_prefix: str = Field(
-        default="chainloom:relay:v1",
+        default="chainloom",
         min_length=1,
-        description="Versioned prefix of every key of the tables.",
+        description="Prefix of every key the service keeps in this database (services that "
+        "version their keys give their own default).",
     )
 
     @field_serializer("url")
