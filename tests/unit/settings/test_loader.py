@@ -154,3 +154,13 @@ def test_work_refuses_a_chain_missing_from_target_chains(tmp_path):
         "relayer", "work", "--config", str(path), "--chain", "solana", "--wallet-file", str(wallet)
     )
     assert_one_line_exit_2(code, err, "'solana'", "target_chains (2, 4)")
+
+
+def test_worker_flags_are_checked_like_the_file(tmp_path):
+    wallet = tmp_path / "key"
+    wallet.write_text("11" * 32)
+    code, _, err = run(
+        "relayer", "work", "--chain", "2", "--wallet-file", str(wallet), "--batch", "0",
+        "--redis-url", "redis://127.0.0.1:1/0",
+    )  # fmt: skip
+    assert_one_line_exit_2(code, err, "command line", "worker.batch")
