@@ -46,9 +46,9 @@ def _generate(count: int, seed: int) -> list[bytes]:
 
 
 def _settings(table: str) -> Any:
-    from chainloom.eventstore.bigtable import StoreSettings
+    from chainloom.settings import BigtableSettings
 
-    return StoreSettings.resolve(project="bench", instance="bench", table=table)
+    return BigtableSettings(project="bench", instance="bench", table=table)
 
 
 def _store_once(table: str, prepared: list[Any], conditional: bool) -> dict[str, Any]:

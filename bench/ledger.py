@@ -54,11 +54,12 @@ def _generate(path: Path, ledgers: int, txs: int, seed: int, vectors: Path) -> t
 
 
 def _cassandra_config(hosts: list[str], port: int, keyspace: str) -> Any:
-    from chainloom.ledger.config import BackendConfig, CassandraConfig
+    from chainloom.ledger.config import DatabaseSettings
+    from chainloom.settings import CassandraSettings
 
-    return BackendConfig(
+    return DatabaseSettings(
         type="cassandra",
-        cassandra=CassandraConfig(
+        cassandra=CassandraSettings(
             hosts=tuple(hosts), port=port, keyspace=keyspace, replication_factor=1
         ),
     )
@@ -130,7 +131,7 @@ def main() -> None:
     sys.path.insert(0, str(REPO / "services"))
     from cassandra.cluster import Cluster
 
-    from chainloom.ledger.config import BackendConfig, SqliteConfig
+    from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 
     vectors = options.vectors
     vectors_file = vectors / "xrpl_vectors.json" if vectors.is_dir() else vectors
@@ -170,8 +171,8 @@ def main() -> None:
             for keyspace in keyspaces:
                 session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
             cluster.shutdown()
-        sqlite_config = BackendConfig(
-            type="sqlite", sqlite=SqliteConfig(path=str(Path(scratch) / "bench.sqlite3"))
+        sqlite_config = DatabaseSettings(
+            type="sqlite", sqlite=SqliteSettings(path=str(Path(scratch) / "bench.sqlite3"))
         )
         sqlite_seconds, _ = _etl(sqlite_config, dump)
     etl_rate = n / etl_best

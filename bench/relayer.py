@@ -14,7 +14,7 @@ pipeline), with every argument prepared before the clock starts: no worker, no a
 redis-py can do the worker keeps. Goals (issue 6): ratio >= 50 %, lifecycle >= 5,000
 requests/s. REST ingest is measured by ``bench/relayer_rest.py`` (when present).
 
-Uses ``$CHAINLOOM_REDIS_URL`` (``scripts/bench`` sets it from the local stack) under a
+Uses ``$CHAINLOOM_REDIS__URL`` (``scripts/bench`` sets it from the local stack) under a
 throw-away key prefix that is deleted afterwards. Run:
 ``.venv/bin/python bench/relayer.py [--requests 10000] [--batch 256] [--rounds 3]``.
 """
@@ -182,7 +182,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--redis-url", default=os.environ.get("CHAINLOOM_REDIS_URL", "redis://127.0.0.1:6379/0")
+        "--redis-url", default=os.environ.get("CHAINLOOM_REDIS__URL", "redis://127.0.0.1:6379/0")
     )
     args = parser.parse_args()
     client = redis.Redis.from_url(args.redis_url)

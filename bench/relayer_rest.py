@@ -56,14 +56,14 @@ def _payload(sequence: int) -> bytes:
 def _redis_url(explicit: str | None) -> str:
     if explicit:
         return explicit
-    configured = os.environ.get("CHAINLOOM_REDIS_URL")
+    configured = os.environ.get("CHAINLOOM_REDIS__URL")
     if configured:
         return configured
     from chainloom.stack import manager
 
     running = manager.load_state().get("redis")
     if running is None:
-        raise SystemExit("no Redis: run `chainloom stack up` or set CHAINLOOM_REDIS_URL")
+        raise SystemExit("no Redis: run `chainloom stack up` or set CHAINLOOM_REDIS__URL")
     return f"redis://{running.address}/0"
 
 
@@ -102,10 +102,9 @@ def _config(directory: Path, redis_url: str, prefix: str, guardians: DevGuardian
     config.write_text(
         json.dumps(
             {
-                "redis_url": redis_url,
-                "key_prefix": prefix,
+                "redis": {"url": redis_url, "key_prefix": prefix},
                 "rest": {"host": "127.0.0.1", "port": 0},
-                "guardian_sets": str(sets),
+                "guardian_sets": {"source": str(sets)},
                 "known_emitters": [
                     {"chain": SOURCE_CHAIN, "address": DEV_TOKEN_BRIDGE_EMITTER.hex()}
                 ],
@@ -256,7 +255,7 @@ def bench_rest(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--redis-url", help="default: $CHAINLOOM_REDIS_URL or the local stack")
+    parser.add_argument("--redis-url", help="default: $CHAINLOOM_REDIS__URL or the local stack")
     parser.add_argument("--transfers", type=int, default=1500)
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=32)

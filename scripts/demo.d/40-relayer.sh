@@ -6,12 +6,12 @@ cd "$CHAINLOOM_DEMO_DIR"
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 chains="1 2 4 5 6 23 24 30"
 # A database of its own (15), emptied first, so the demo can run again on a running stack.
-redis_url="${CHAINLOOM_REDIS_URL%/*}/15"
+redis_url="${CHAINLOOM_REDIS__URL%/*}/15"
 python -c 'import redis, sys; redis.Redis.from_url(sys.argv[1]).flushdb()' "$redis_url"
-export CHAINLOOM_REDIS_URL=$redis_url
+export CHAINLOOM_REDIS__URL=$redis_url
 {
-  echo "redis_url: $redis_url"
-  echo "guardian_sets: dev-sets.json"
+  echo "redis: {url: '$redis_url'}"
+  echo "guardian_sets: {source: dev-sets.json}"
   echo "known_emitters:"
   for c in $chains; do echo "  - {chain: $c, address: '0x0290fb167208af455bb137780163b7b7a9a10c16'}"; done
   echo "target_chains: [${chains// /, }]"

@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "ledger": ("chainloom.cli.ledger", "ledger", "The XRP Ledger history backend."),
     "spy": ("chainloom.cli.spy", "spy", "A guardian-spy-compatible gRPC server."),
     "relayer": ("chainloom.cli.relayer", "relayer", "The token-bridge relayer."),
+    "config": ("chainloom.cli.config", "config", "Settings: JSON Schema and effective values."),
 }
 
 

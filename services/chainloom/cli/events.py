@@ -1,8 +1,10 @@
 """``chainloom events``: create, fill and query the Wormhole event store on Bigtable.
 
-Connection: ``--project/--instance/--table`` or ``CHAINLOOM_BIGTABLE_PROJECT`` /
-``_INSTANCE`` / ``_TABLE`` (and ``_INDEX_TABLE``); ``BIGTABLE_EMULATOR_HOST`` points the
-client at the emulator. Inputs of ``put`` take the same forms as ``vaa decode``.
+Connection: :class:`~chainloom.eventstore.config.EventStoreSettings` from ``--config`` (or
+``$CHAINLOOM_EVENTSTORE_CONFIG``), the environment (``CHAINLOOM_BIGTABLE__PROJECT``, ...) and
+the flags ``--project/--instance/--table/--index-table``; ``BIGTABLE_EMULATOR_HOST`` points
+the client at the emulator. The store is opened by :mod:`chainloom.eventstore.service`.
+Inputs of ``put`` take the same forms as ``vaa decode``.
 """
 
 from __future__ import annotations
@@ -17,25 +19,36 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from chainloom.cli._settings import config_option, load_or_exit
+
 if TYPE_CHECKING:
-    from chainloom.eventstore.bigtable import StoreSettings
+    from chainloom.eventstore.bigtable import BigtableTables
+    from chainloom.eventstore.config import EventStoreSettings
     from chainloom.eventstore.prices import PriceSource
     from chainloom.eventstore.queries import StoredMessage
     from chainloom.eventstore.writer import PutSummary
 
 
-def _settings(ctx: click.Context) -> StoreSettings:
-    from chainloom.eventstore.bigtable import StoreSettings
-    from chainloom.eventstore.errors import StoreConfigError
+def _settings(ctx: click.Context, guardian_set: str | None = None) -> EventStoreSettings:
+    from chainloom.eventstore.config import EventStoreSettings
 
     options = ctx.find_root().params | (ctx.obj or {})
+    flags = {
+        "bigtable.project": options.get("project"),
+        "bigtable.instance": options.get("instance"),
+        "bigtable.table": options.get("table"),
+        "bigtable.index_table": options.get("index_table"),
+        "guardian_sets.source": guardian_set,
+    }
+    return load_or_exit(EventStoreSettings, options.get("config_path"), flags)
+
+
+def _open(ctx: click.Context) -> BigtableTables:
+    from chainloom.eventstore.errors import StoreConfigError
+    from chainloom.eventstore.service import open_store
+
     try:
-        return StoreSettings.resolve(
-            project=options.get("project"),
-            instance=options.get("instance"),
-            table=options.get("table"),
-            index_table=options.get("index_table"),
-        )
+        return open_store(_settings(ctx))
     except StoreConfigError as error:
         _fail(str(error))
 
@@ -67,15 +80,16 @@ def _chain(text: str) -> int:
 
 
 @click.group()
-@click.option("--project", envvar="CHAINLOOM_BIGTABLE_PROJECT", help="Google Cloud project.")
-@click.option("--instance", envvar="CHAINLOOM_BIGTABLE_INSTANCE", help="Bigtable instance.")
-@click.option("--table", envvar="CHAINLOOM_BIGTABLE_TABLE", help="Events table.")
-@click.option(
-    "--index-table", envvar="CHAINLOOM_BIGTABLE_INDEX_TABLE", help="Index table (<table>-index)."
-)
+@config_option("CHAINLOOM_EVENTSTORE_CONFIG")
+@click.option("--project", help="Google Cloud project (bigtable.project).")
+@click.option("--instance", help="Bigtable instance (bigtable.instance).")
+@click.option("--table", help="Events table (bigtable.table).")
+@click.option("--index-table", help="Index table (bigtable.index_table; <table>-index).")
 @click.pass_context
 def events(
     ctx: click.Context,
+    *,
+    config_path: str | None,
     project: str | None,
     instance: str | None,
     table: str | None,
@@ -85,6 +99,7 @@ def events(
     # The client warns on every connection to the emulator: expected here, not news to print.
     warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
     ctx.obj = {
+        "config_path": config_path,
         "project": project,
         "instance": instance,
         "table": table,
@@ -103,9 +118,10 @@ def init(ctx: click.Context, check: bool, as_json: bool) -> None:
     """
     from chainloom.eventstore.bigtable import check_schema, ensure_schema
     from chainloom.eventstore.errors import EventStoreError
+    from chainloom.eventstore.service import locate
 
-    settings = _settings(ctx)
     try:
+        settings = locate(_settings(ctx))
         report = check_schema(settings) if check else ensure_schema(settings)
     except EventStoreError as error:
         _fail(str(error))
@@ -129,10 +145,8 @@ def init(ctx: click.Context, check: bool, as_json: bool) -> None:
 @click.option(
     "--guardian-set",
     "guardian_set",
-    default="mainnet",
-    show_default=True,
     metavar="mainnet|devnet|dev[:N]|PATH",
-    help="Guardian sets to verify against.",
+    help="Guardian sets to verify against (guardian_sets.source; dev[:N]: the test kit's).",
 )
 @click.option("--tx-id", help="Source transaction id of the (single) input, for the tx index.")
 @click.option("--prices", "price_file", help="CSV/JSON price file for NotionalUSD.")
@@ -143,7 +157,7 @@ def init(ctx: click.Context, check: bool, as_json: bool) -> None:
 def put(
     ctx: click.Context,
     *,
-    guardian_set: str,
+    guardian_set: str | None,
     tx_id: str | None,
     price_file: str | None,
     price_api: str | None,
@@ -156,23 +170,27 @@ def put(
     was refused (each named on stderr), after storing the others.
     """
     from chainloom.cli._common import each_input, known_emitters, load_guardian_sets, preview
-    from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.errors import EventStoreError, UnverifiedVAAError
     from chainloom.eventstore.writer import EventWriter
     from chainloom.wormhole import SignatureCache, parse_vaa_text
     from chainloom.wormhole.errors import WormholeError
 
-    settings = _settings(ctx)
+    # The test kit's dev[:N] guardians are not a setting (they exist only in this process).
+    dev_kit = guardian_set is not None and (
+        guardian_set == "dev" or guardian_set.startswith("dev:")
+    )
+    settings = _settings(ctx, None if dev_kit else guardian_set)
+    source = guardian_set if dev_kit and guardian_set else settings.guardian_sets.source
     try:
-        sets = load_guardian_sets(guardian_set)
+        sets = load_guardian_sets(source)
     except (WormholeError, ValueError) as error:
-        _fail(f"--guardian-set {guardian_set}: {error}")
+        _fail(f"--guardian-set {source}: {error}")
     prices = _price_source(price_file, price_api)
     entries = list(each_input(inputs, sys.stdin))
     if tx_id and len(entries) != 1:
         _fail("--tx-id needs exactly one input")
     refused = 0
-    with BigtableTables(settings) as tables:
+    with _open(ctx) as tables:
         writer = EventWriter(
             tables,
             sets,
@@ -248,7 +266,6 @@ def _print_messages(messages: list[StoredMessage], as_json: bool) -> None:
 @click.pass_context
 def get(ctx: click.Context, families: str | None, as_json: bool, message_id: str) -> None:
     """Show one message: CHAIN/EMITTER/SEQ (or a row key). Exits 1 if it is not stored."""
-    from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.errors import EventStoreError
     from chainloom.eventstore.keys import MessageKey
     from chainloom.eventstore.queries import EventReader
@@ -262,7 +279,7 @@ def get(ctx: click.Context, families: str | None, as_json: bool, message_id: str
     unknown = sorted(set(chosen or []) - set(EVENT_FAMILY_NAMES))
     if unknown:
         _fail(f"--families: unknown families {', '.join(unknown)}")
-    with _store_errors(), BigtableTables(_settings(ctx)) as tables:
+    with _store_errors(), _open(ctx) as tables:
         message = EventReader(tables).get(key, chosen)
     if message is None:
         click.echo(f"{key.message_id}: not stored", err=True)
@@ -291,12 +308,11 @@ def scan(
     as_json: bool,
 ) -> None:
     """List a chain's (or one emitter's) messages by sequence."""
-    from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.errors import EventStoreError
     from chainloom.eventstore.queries import EventReader
 
     chosen = [f.strip() for f in families.split(",") if f.strip()] if families else None
-    with BigtableTables(_settings(ctx)) as tables:
+    with _open(ctx) as tables:
         try:
             messages = EventReader(tables).scan(
                 _chain(chain),
@@ -318,10 +334,9 @@ def scan(
 @click.pass_context
 def recent(ctx: click.Context, chain: str, limit: int, as_json: bool) -> None:
     """A chain's newest messages (by VAA time), newest first."""
-    from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.queries import EventReader
 
-    with _store_errors(), BigtableTables(_settings(ctx)) as tables:
+    with _store_errors(), _open(ctx) as tables:
         messages = EventReader(tables).recent(_chain(chain), limit=limit)
     _print_messages(messages, as_json)
 
@@ -332,10 +347,9 @@ def recent(ctx: click.Context, chain: str, limit: int, as_json: bool) -> None:
 @click.pass_context
 def by_tx(ctx: click.Context, as_json: bool, tx_id: str) -> None:
     """Messages emitted by a source transaction (exits 1 if none is indexed)."""
-    from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.queries import EventReader
 
-    with _store_errors(), BigtableTables(_settings(ctx)) as tables:
+    with _store_errors(), _open(ctx) as tables:
         messages = EventReader(tables).by_tx(tx_id)
     if not messages:
         click.echo(f"no messages indexed for transaction {tx_id}", err=True)
@@ -353,10 +367,9 @@ def counts(
     ctx: click.Context, first: dt.datetime, last: dt.datetime, chain: str | None, as_json: bool
 ) -> None:
     """Messages per chain and UTC day over a range of days."""
-    from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.queries import EventReader
 
-    with _store_errors(), BigtableTables(_settings(ctx)) as tables:
+    with _store_errors(), _open(ctx) as tables:
         result = EventReader(tables).count_per_day(
             first.date(), last.date(), chain=_chain(chain) if chain else None
         )

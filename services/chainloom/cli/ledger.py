@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from chainloom.cli._settings import config_option, load_or_exit
+
 if TYPE_CHECKING:
     from chainloom.ledger.backend import BackendInterface
     from chainloom.ledger.etl import Progress
@@ -29,40 +31,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _backend_options(function: F) -> F:
     options = [
+        config_option("CHAINLOOM_LEDGER_CONFIG"),
         click.option(
             "--backend",
             "backend_type",
             type=click.Choice(["sqlite", "cassandra"]),
-            default="sqlite",
-            show_default=True,
-            help="Which database.",
+            help="Which database (database.type; default sqlite).",
         ),
-        click.option(
-            "--sqlite-path",
-            default="chainloom-ledger.sqlite3",
-            show_default=True,
-            envvar="CHAINLOOM_LEDGER_SQLITE",
-            help="SQLite database file.",
-        ),
+        click.option("--sqlite-path", help="SQLite database file (database.sqlite.path)."),
         click.option(
             "--cassandra-hosts",
-            default="127.0.0.1:9042",
-            show_default=True,
-            envvar="CHAINLOOM_CASSANDRA_HOSTS",
-            help="Comma-separated contact points, host[:port].",
+            help="Comma-separated contact points, host[:port] (database.cassandra.hosts, .port).",
         ),
-        click.option(
-            "--keyspace",
-            default="chainloom_ledger",
-            show_default=True,
-            help="Cassandra keyspace.",
-        ),
+        click.option("--keyspace", help="Cassandra keyspace (database.cassandra.keyspace)."),
         click.option(
             "--replication-factor",
             type=int,
-            default=1,
-            show_default=True,
-            help="Replication factor if the keyspace is created.",
+            help="Replication factor if the keyspace is created "
+            "(database.cassandra.replication_factor).",
         ),
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
     ]
@@ -93,40 +79,29 @@ def _guard(function: F) -> F:
 
 
 def _open_backend(options: dict[str, Any], *, read_only: bool) -> BackendInterface:
-    from chainloom.ledger.backend import make_backend
+    """Flags -> LedgerSettings (over --config and the environment) -> the backend."""
+    from chainloom.ledger.config import LedgerSettings
     from chainloom.ledger.errors import LedgerConfigError
+    from chainloom.ledger.service import open_backend
 
-    if options["backend_type"] == "sqlite":
-        if read_only and not Path(options["sqlite_path"]).exists():
-            raise LedgerConfigError(f"SQLite database {options['sqlite_path']} does not exist")
-        return make_backend(
-            {
-                "type": "sqlite",
-                "sqlite": {"path": options["sqlite_path"]},
-                "read_only": read_only,
-            }
-        )
-    hosts: list[str] = []
-    port = 9042
-    for entry in options["cassandra_hosts"].split(","):
-        host, _, port_text = entry.strip().partition(":")
-        if port_text:
-            if not port_text.isdigit():
-                raise LedgerConfigError(f"--cassandra-hosts: bad port in {entry!r}")
-            port = int(port_text)
-        hosts.append(host)
-    return make_backend(
-        {
-            "type": "cassandra",
-            "cassandra": {
-                "hosts": hosts,
-                "port": port,
-                "keyspace": options["keyspace"],
-                "replication_factor": options["replication_factor"],
-            },
-            "read_only": read_only,
-        }
-    )
+    flags: dict[str, Any] = {
+        "database.type": options["backend_type"],
+        "database.sqlite.path": options["sqlite_path"],
+        "database.cassandra.keyspace": options["keyspace"],
+        "database.cassandra.replication_factor": options["replication_factor"],
+    }
+    if options["cassandra_hosts"]:
+        hosts: list[str] = []
+        for entry in options["cassandra_hosts"].split(","):
+            host, _, port_text = entry.strip().partition(":")
+            if port_text:
+                if not port_text.isdigit():
+                    raise LedgerConfigError(f"--cassandra-hosts: bad port in {entry!r}")
+                flags["database.cassandra.port"] = int(port_text)
+            hosts.append(host)
+        flags["database.cassandra.hosts"] = hosts
+    settings = load_or_exit(LedgerSettings, options["config_path"], flags)
+    return open_backend(settings, read_only=read_only)
 
 
 def _hex(value: bytes | None) -> str | None:

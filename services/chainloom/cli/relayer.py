@@ -1,26 +1,26 @@
 """``chainloom relayer``: run workers and inspect or repair the relay tables.
 
 ``listen`` lives in :mod:`chainloom.cli.relayer_listen` (the listener is its own piece of
-work); this group registers it. Heavy imports (redis, the worker, the adapters) happen inside
-the commands so ``chainloom relayer --help`` stays fast.
+work); this group registers it. Every command loads
+:class:`~chainloom.relayer.config.RelayerSettings` (``--config``, the ``CHAINLOOM_``
+environment, then its flags) and starts the relayer through :mod:`chainloom.relayer.service`.
+Heavy imports (redis, the worker, the adapters) happen inside the commands so
+``chainloom relayer --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from chainloom.cli._settings import config_option, fail, load_or_exit
 from chainloom.cli.relayer_listen import listen
 
 if TYPE_CHECKING:
+    from chainloom.relayer.config import RelayerSettings
     from chainloom.relayer.tables import RelayTables
-
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-REDIS_URL_HELP = "Redis URL of the relay tables (default: $CHAINLOOM_REDIS_URL or local 6379/0)."
-PREFIX_HELP = "Versioned key prefix of the relay tables."
 
 
 @click.group()
@@ -31,40 +31,35 @@ def relayer() -> None:
 relayer.add_command(listen)
 
 
-def _tables(redis_url: str, prefix: str) -> RelayTables:
-    import redis
+def _settings(config_path: str | None, flags: dict[str, Any]) -> RelayerSettings:
+    from chainloom.relayer.config import RelayerSettings
 
-    from chainloom.relayer.tables import RelayTables
+    return load_or_exit(RelayerSettings, config_path, flags)
 
+
+def _tables(options: dict[str, Any]) -> RelayTables:
+    """The tables of the settings given by ``--config``/``--redis-url``/``--prefix``."""
+    from chainloom.relayer.errors import RelayerError
+    from chainloom.relayer.service import open_tables
+
+    settings = _settings(
+        options["config_path"],
+        {"redis.url": options["redis_url"], "redis.key_prefix": options["prefix"]},
+    )
     try:
-        client = redis.Redis.from_url(redis_url)
-        client.ping()
-    except (ValueError, redis.RedisError) as exc:
-        raise click.BadParameter(
-            f"cannot use Redis at {_redact(redis_url)}: {exc}", param_hint="--redis-url"
-        ) from None
-    return RelayTables(client, prefix)
-
-
-def _redact(url: str) -> str:
-    """The URL without a password, for messages."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+        return open_tables(settings)
+    except RelayerError as error:
+        fail(f"--redis-url: {error}")
 
 
 def _redis_options(function: Any) -> Any:
     function = click.option(
-        "--prefix", default="chainloom:relay:v1", show_default=True, help=PREFIX_HELP
+        "--prefix", default=None, help="Versioned key prefix of the tables (redis.key_prefix)."
     )(function)
-    return click.option(
-        "--redis-url", envvar="CHAINLOOM_REDIS_URL", default=DEFAULT_REDIS_URL, help=REDIS_URL_HELP
+    function = click.option(
+        "--redis-url", default=None, help="Redis URL of the relay tables (redis.url)."
     )(function)
+    return config_option("CHAINLOOM_RELAYER_CONFIG")(function)
 
 
 # --------------------------------------------------------------------------------------------
@@ -82,126 +77,78 @@ def _redis_options(function: Any) -> Any:
 @click.option(
     "--adapter",
     type=click.Choice(["inprocess", "redis-sim"]),
-    default="redis-sim",
-    show_default=True,
-    help="Chain adapter: an in-memory chain, or a simulated chain in Redis shared by processes.",
+    help="Chain adapter (worker.adapter): an in-memory chain, or a simulated chain in Redis "
+    "shared by processes.",
 )
-@click.option("--max-retries", type=click.IntRange(0), default=10, show_default=True)
+@click.option("--max-retries", type=int, help="worker.max_retries")
 @click.option(
-    "--base-delay",
-    type=click.FloatRange(0),
-    default=1.0,
-    show_default=True,
-    help="Seconds of backoff after the first failure (doubles per failure).",
-)
-@click.option("--max-delay", type=click.FloatRange(0), default=3600.0, show_default=True)
+    "--base-delay", type=float, help="Seconds of backoff after the first failure "
+    "(worker.backoff.initial; doubles per failure).",
+)  # fmt: skip
+@click.option("--max-delay", type=float, help="worker.backoff.maximum")
 @click.option(
     "--lease-ttl",
-    type=click.FloatRange(0.1),
-    default=15.0,
-    show_default=True,
-    help="Seconds after which a silent worker is presumed dead and reaped.",
+    type=float,
+    help="Seconds after which a silent worker is reaped (worker.lease_ttl).",
 )
-@click.option(
-    "--batch",
-    type=click.IntRange(1, 10_000),
-    default=64,
-    show_default=True,
-    help="Requests claimed per step.",
-)
-@click.option("--idle-sleep", type=click.FloatRange(0), default=0.05, show_default=True)
+@click.option("--batch", type=int, help="Requests claimed per step (worker.batch).")
+@click.option("--idle-sleep", type=float, help="worker.idle_sleep")
 @click.option(
     "--recheck",
-    type=click.FloatRange(0),
-    default=1.0,
-    show_default=True,
-    help="Seconds between finality checks of one pending submission.",
+    type=float,
+    help="Seconds between finality checks of a submission (worker.recheck).",
 )
 @click.option(
-    "--reap-every",
-    type=click.FloatRange(0),
-    default=5.0,
-    show_default=True,
-    help="Seconds between two passes of the reaper over dead workers' In-Work tables.",
+    "--reap-every", type=float, help="Seconds between two reaper passes (worker.reap_every)."
 )
 @click.option(
     "--stop-when-idle",
-    type=click.FloatRange(0),
-    default=None,
-    help="Exit after this many seconds without any work (for batch runs).",
+    type=float,
+    help="Exit after this many seconds without any work (worker.stop_when_idle).",
 )
 @_redis_options
-def work(
-    *,
-    chain: str,
-    wallet_file: str,
-    adapter: str,
-    max_retries: int,
-    base_delay: float,
-    max_delay: float,
-    lease_ttl: float,
-    batch: int,
-    idle_sleep: float,
-    recheck: float,
-    reap_every: float,
-    stop_when_idle: float | None,
-    redis_url: str,
-    prefix: str,
-) -> None:
+def work(*, chain: str, wallet_file: str, **options: Any) -> None:
     """Run one worker for {CHAIN + the wallet in WALLET_FILE} until SIGTERM or SIGINT."""
     import logging
-    import signal
 
-    from chainloom.relayer.adapters import ChainAdapter
     from chainloom.relayer.errors import RelayerError
-    from chainloom.relayer.model import RetryPolicy
+    from chainloom.relayer.service import run_worker, worker_chain
     from chainloom.relayer.wallet import Wallet
-    from chainloom.relayer.worker import Worker, WorkerSettings
-    from chainloom.testing.sim_chains import InProcessAdapter, RedisLedgerAdapter
+    from chainloom.testing.sim_chains import simulated_adapters
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    chain_id = _chain_id(chain)
+    flags = {f"worker.{name}": options[name] for name in (
+        "adapter", "max_retries", "lease_ttl", "batch", "idle_sleep", "recheck", "reap_every",
+        "stop_when_idle",
+    )} | {
+        "worker.backoff.initial": options["base_delay"],
+        "worker.backoff.maximum": options["max_delay"],
+        "redis.url": options["redis_url"],
+        "redis.key_prefix": options["prefix"],
+    }  # fmt: skip
+    settings = _settings(options["config_path"], flags)
+    try:
+        chain_id = worker_chain(settings, chain)
+    except RelayerError as error:
+        fail(f"--chain: {error}")
     try:
         wallet = Wallet.from_file(wallet_file)
-        if max_delay < base_delay:
-            raise click.BadParameter("must be >= --base-delay", param_hint="--max-delay")
-        policy = RetryPolicy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay)
-    except RelayerError as exc:
-        raise click.BadParameter(str(exc), param_hint="--wallet-file") from None
-    tables = _tables(redis_url, prefix)
-    chain_adapter: ChainAdapter
-    if adapter == "inprocess":
-        chain_adapter = InProcessAdapter(chain_id)
-    else:
-        chain_adapter = RedisLedgerAdapter(tables.client, chain_id)
-    settings = WorkerSettings(
-        policy=policy,
-        lease_ttl=lease_ttl,
-        batch=batch,
-        idle_sleep=idle_sleep,
-        recheck=recheck,
-        reap_every=reap_every,
-        stop_when_idle=stop_when_idle,
-    )
-    worker = Worker(tables, chain_adapter, wallet, settings)
-    signal.signal(signal.SIGTERM, lambda *_: worker.stop())
+    except RelayerError as error:
+        fail(f"--wallet-file: {error}")
     try:
-        worker.run()
-    except KeyboardInterrupt:
-        worker.stop()
-    except RelayerError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        run_worker(settings, chain_id, wallet, simulated_adapters(settings.worker.adapter))
+    except RelayerError as error:
+        click.echo(f"error: {error}", err=True)
+        raise SystemExit(1) from None
 
 
 def _chain_id(text: str) -> int:
-    if text.isdigit():
-        return int(text)
     from chainloom.wormhole import chain_id
+    from chainloom.wormhole.errors import WormholeError
 
     try:
         return chain_id(text)
-    except Exception:
+    except WormholeError:
         raise click.BadParameter(f"unknown chain {text!r}", param_hint="--chain") from None
 
 
@@ -212,11 +159,12 @@ def _chain_id(text: str) -> int:
 @relayer.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_redis_options
-def queues(as_json: bool, redis_url: str, prefix: str) -> None:
+def queues(as_json: bool, **options: Any) -> None:
     """Depth of every table per target chain (COMPLETED counts the retained log)."""
     from chainloom.relayer.model import Table
 
-    tables = _tables(redis_url, prefix)
+    tables = _tables(options)
+    prefix = tables.prefix
     depths = tables.depths()
     chains = sorted({c for per_chain in depths.values() for c in per_chain})
     if as_json:
@@ -257,9 +205,9 @@ def failed() -> None:
 @click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
 @_redis_options
-def failed_list(chain: str | None, limit: int, as_json: bool, redis_url: str, prefix: str) -> None:
+def failed_list(chain: str | None, limit: int, as_json: bool, **options: Any) -> None:
     """Requests that exhausted their retries, with their last error."""
-    tables = _tables(redis_url, prefix)
+    tables = _tables(options)
     requests = tables.failed(_chain_id(chain) if chain else None, limit=limit)
     for request in requests:
         row = {
@@ -298,9 +246,9 @@ def _digests(digests: tuple[str, ...]) -> list[str]:
 @failed.command("retry")
 @click.argument("digests", nargs=-1, required=True)
 @_redis_options
-def failed_retry(digests: tuple[str, ...], redis_url: str, prefix: str) -> None:
+def failed_retry(digests: tuple[str, ...], **options: Any) -> None:
     """Move Failed requests back to Incoming with a fresh retry budget."""
-    tables = _tables(redis_url, prefix)
+    tables = _tables(options)
     missing = [d for d in _digests(digests) if not tables.retry_failed(d)]
     click.echo(f"retried {len(digests) - len(missing)} request(s)")
     if missing:
@@ -310,9 +258,9 @@ def failed_retry(digests: tuple[str, ...], redis_url: str, prefix: str) -> None:
 @failed.command("drop")
 @click.argument("digests", nargs=-1, required=True)
 @_redis_options
-def failed_drop(digests: tuple[str, ...], redis_url: str, prefix: str) -> None:
+def failed_drop(digests: tuple[str, ...], **options: Any) -> None:
     """Purge Failed requests (recorded in the Completed log as dropped)."""
-    tables = _tables(redis_url, prefix)
+    tables = _tables(options)
     missing = [d for d in _digests(digests) if not tables.drop_failed(d)]
     click.echo(f"dropped {len(digests) - len(missing)} request(s)")
     if missing:

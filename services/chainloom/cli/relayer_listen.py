@@ -2,123 +2,67 @@
 
 Kept in its own module so the relayer group (``chainloom.cli.relayer``) and the listener can be
 worked on separately; the group registers this command with ``relayer.add_command(listen)``.
-It only wires things together: the configuration, the validator, the tables, the optional
-redemption check, the spy client and the REST server.
+It parses flags, loads :class:`~chainloom.relayer.config.RelayerSettings` with the flags as
+the top layer, and calls :func:`chainloom.relayer.service.run_listener`.
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
+from chainloom.cli._settings import config_option, fail, load_or_exit
+
 
 @click.command()
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    help="YAML/JSON configuration file (default: $CHAINLOOM_RELAYER_CONFIG).",
-)
-@click.option("--redis-url", help="Redis URL of the relay tables (overrides the config).")
-@click.option("--spy", "spy_address", help="Spy host:port (overrides the config).")
+@config_option("CHAINLOOM_RELAYER_CONFIG")
+@click.option("--redis-url", help="Redis URL of the relay tables (redis.url).")
+@click.option("--spy", "spy_address", help="Spy host:port (spy_address).")
 @click.option("--no-spy", is_flag=True, help="Do not subscribe to a spy (REST only).")
-@click.option("--rest-host", help="REST interface (overrides the config).")
-@click.option("--rest-port", type=int, help="REST port, 0 picks one (overrides the config).")
+@click.option("--rest-host", help="REST interface (rest.host).")
+@click.option("--rest-port", type=int, help="REST port, 0 picks one (rest.port).")
 @click.option("--no-rest", is_flag=True, help="Do not serve REST (spy only).")
 @click.option(
     "--redeem-check",
     type=click.Choice(["none", "redis-sim"]),
-    default="none",
-    show_default=True,
-    help="Ask a chain adapter whether a transfer is already redeemed: none (the "
-    "workers still check) or the Redis-simulated chain used in tests.",
+    help="Ask a chain adapter whether a transfer is already redeemed (redeem_check): none "
+    "(the workers still check) or the Redis-simulated chain used in tests.",
 )
-@click.option("--threads", default=8, show_default=True, help="Intake threads.")
+@click.option("--threads", type=int, help="Intake threads (intake_threads).")
 def listen(**options: Any) -> None:
     """Validate VAAs from the spy and the REST endpoint and queue them for the workers."""
-    import dataclasses
-    import os
-
-    from chainloom.relayer.config import RelayerConfig
+    from chainloom.relayer.config import RelayerSettings
     from chainloom.relayer.errors import RelayerError
+    from chainloom.relayer.listener import Listener
+    from chainloom.relayer.service import run_listener
+    from chainloom.testing.sim_chains import simulated_adapters
 
-    rest_port = options["rest_port"]
-    overrides = {
-        "CHAINLOOM_RELAYER_REDIS_URL": options["redis_url"],
-        "CHAINLOOM_RELAYER_SPY_ADDRESS": options["spy_address"],
-        "CHAINLOOM_RELAYER_REST_HOST": options["rest_host"],
-        "CHAINLOOM_RELAYER_REST_PORT": None if rest_port is None else str(rest_port),
+    flags = {
+        "redis.url": options["redis_url"],
+        "spy_address": options["spy_address"],
+        "rest.host": options["rest_host"],
+        "rest.port": options["rest_port"],
+        "rest.enabled": False if options["no_rest"] else None,
+        "redeem_check": options["redeem_check"],
+        "intake_threads": options["threads"],
     }
-    environ = dict(os.environ) | {k: v for k, v in overrides.items() if v is not None}
+    settings = load_or_exit(RelayerSettings, options["config_path"], flags)
+    if options["no_spy"]:
+        settings = settings.model_copy(update={"spy_address": None})
+
+    def started(listener: Listener) -> None:
+        if listener.rest is not None:
+            click.echo(f"listener: REST on {settings.rest.host}:{listener.port}", err=True)
+        if listener.spy is not None:
+            click.echo(f"listener: subscribing to spy {settings.spy_address}", err=True)
+
     try:
-        config = RelayerConfig.load(options["config_path"], environ)
-        if options["no_spy"]:
-            config = dataclasses.replace(config, spy_address=None)
-        _run(
-            config,
-            rest=not options["no_rest"],
-            redeem_check=options["redeem_check"],
-            threads=options["threads"],
+        redeem_check = (
+            simulated_adapters("redis-sim") if settings.redeem_check == "redis-sim" else None
         )
+        run_listener(settings, redeem_check=redeem_check, on_started=started)
     except RelayerError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(2)
+        fail(str(error))
     except KeyboardInterrupt:
         return
-
-
-def _run(config: Any, *, rest: bool, redeem_check: str, threads: int) -> None:
-    import asyncio
-    import contextlib
-    import signal
-
-    import redis
-
-    from chainloom.relayer.errors import ConfigError
-    from chainloom.relayer.intake import Intake
-    from chainloom.relayer.listener import Listener
-    from chainloom.relayer.spy_client import SpyClient
-    from chainloom.relayer.spy_protocol import EmitterKey
-    from chainloom.relayer.tables import RelayTables
-    from chainloom.relayer.validation import Validator
-
-    try:
-        client = redis.Redis.from_url(config.redis_url)
-    except ValueError as error:
-        raise ConfigError(f"redis_url: {error}") from None
-    tables = RelayTables(client, config.key_prefix)
-    adapters: dict[int, Any] = {}
-    if redeem_check == "redis-sim":
-        from chainloom.testing.sim_chains import RedisLedgerAdapter
-
-        adapters = {chain: RedisLedgerAdapter(client, chain) for chain in config.target_chains}
-    validator = Validator(config.validation_policy(), config.load_guardian_sets())
-    intake = Intake(validator, tables, adapters)
-    spy = None
-    if config.spy_address is not None:
-        filters = [EmitterKey(chain, address) for chain, address in config.known_emitters]
-        spy = SpyClient(
-            config.spy_address,
-            filters,
-            buffer_size=config.spy_buffer,
-            overflow=config.spy_overflow,
-        )
-    listener = Listener(intake, spy=spy, rest=config.rest if rest else None, threads=threads)
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, task.cancel)
-        await listener.start()
-        if rest:
-            click.echo(f"listener: REST on {config.rest.host}:{listener.port}", err=True)
-        if spy is not None:
-            click.echo(f"listener: subscribing to spy {config.spy_address}", err=True)
-        with contextlib.suppress(asyncio.CancelledError):
-            await listener.run_forever()
-
-    asyncio.run(main())

@@ -97,9 +97,9 @@ def _fail(message: str) -> None:
 @click.option("--events-emitter", help="Only this emitter (hex), with one --events-chain.")
 @click.option("--from-seq", default=0, show_default=True, help="Event store: first sequence.")
 @click.option("--to-seq", type=int, help="Event store: last sequence (default: all).")
-@click.option("--bigtable-project", help="Event store project ($CHAINLOOM_BIGTABLE_PROJECT).")
-@click.option("--bigtable-instance", help="Event store instance ($CHAINLOOM_BIGTABLE_INSTANCE).")
-@click.option("--bigtable-table", help="Event store table ($CHAINLOOM_BIGTABLE_TABLE).")
+@click.option("--bigtable-project", help="Event store project (bigtable.project).")
+@click.option("--bigtable-instance", help="Event store instance (bigtable.instance).")
+@click.option("--bigtable-table", help="Event store table (bigtable.table).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final counters as JSON.")
 def serve(**options: Any) -> None:
     """Serve SubscribeSignedVAA, streaming VAAs from files, stdin or the event store."""
@@ -290,19 +290,24 @@ def _stored_vaas(options: ServeOptions, chain: int) -> list[bytes]:
     from google.api_core.exceptions import GoogleAPIError
 
     from chainloom.eventstore import schema
-    from chainloom.eventstore.bigtable import BigtableTables, StoreSettings
+    from chainloom.eventstore.config import EventStoreSettings
     from chainloom.eventstore.errors import EventStoreError
     from chainloom.eventstore.keys import MAX_SEQUENCE
     from chainloom.eventstore.queries import EventReader
+    from chainloom.eventstore.service import open_store
     from chainloom.relayer.errors import SpyError
+    from chainloom.settings import SettingsError, load_settings
 
+    flags = {
+        "bigtable.project": options.bigtable_project,
+        "bigtable.instance": options.bigtable_instance,
+        "bigtable.table": options.bigtable_table,
+    }
+    table = options.bigtable_table or "?"
     try:
-        settings = StoreSettings.resolve(
-            project=options.bigtable_project,
-            instance=options.bigtable_instance,
-            table=options.bigtable_table,
-        )
-        with BigtableTables(settings) as tables:
+        settings = load_settings(EventStoreSettings, flags=flags)
+        table = settings.bigtable.table
+        with open_store(settings) as tables:
             stored = EventReader(tables).scan(
                 chain,
                 emitter=options.events_emitter,
@@ -310,8 +315,8 @@ def _stored_vaas(options: ServeOptions, chain: int) -> list[bytes]:
                 to_seq=MAX_SEQUENCE if options.to_seq is None else options.to_seq,
                 families=[schema.QUORUM_STATE],
             )
-    except EventStoreError as error:
+    except (EventStoreError, SettingsError) as error:
         raise SpyError(f"event store: {error}") from None
     except GoogleAPIError as error:
-        raise SpyError(f"event store {settings.table}: {error}") from None
+        raise SpyError(f"event store {table}: {error}") from None
     return [message.signed_vaa for message in stored if message.signed_vaa is not None]

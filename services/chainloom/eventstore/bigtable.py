@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,56 +21,7 @@ from chainloom.eventstore import schema
 from chainloom.eventstore.cells import Cell
 from chainloom.eventstore.errors import StoreConfigError, TableMissingError
 from chainloom.eventstore.planner import IndexEntry, RowSnapshot
-
-ENV_PROJECT = "CHAINLOOM_BIGTABLE_PROJECT"
-ENV_INSTANCE = "CHAINLOOM_BIGTABLE_INSTANCE"
-ENV_TABLE = "CHAINLOOM_BIGTABLE_TABLE"
-ENV_INDEX_TABLE = "CHAINLOOM_BIGTABLE_INDEX_TABLE"
-EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
-DEFAULT_TABLE = "wormhole-events"
-
-
-@dataclass(frozen=True, slots=True)
-class StoreSettings:
-    """Where the events live."""
-
-    project: str
-    """Google Cloud project (any name on the emulator)."""
-    instance: str
-    """Bigtable instance (any name on the emulator)."""
-    table: str
-    """The events table."""
-    index_table: str
-    """The secondary-index table (by default ``<table>-index``)."""
-    operation_timeout: float = 30.0
-    """Per-call time budget in seconds, including the client's own retries."""
-
-    @classmethod
-    def resolve(
-        cls,
-        *,
-        project: str | None = None,
-        instance: str | None = None,
-        table: str | None = None,
-        index_table: str | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> StoreSettings:
-        """Options first, then ``CHAINLOOM_BIGTABLE_*``; on the emulator project and instance
-        default to ``chainloom`` / ``local``."""
-        env = os.environ if environ is None else environ
-        on_emulator = bool(env.get(EMULATOR_ENV))
-        project = project or env.get(ENV_PROJECT) or ("chainloom" if on_emulator else None)
-        instance = instance or env.get(ENV_INSTANCE) or ("local" if on_emulator else None)
-        if not project or not instance:
-            missing = [n for n, v in (("project", project), ("instance", instance)) if not v]
-            raise StoreConfigError(
-                f"Bigtable {' and '.join(missing)} not set: pass --project/--instance or set "
-                f"{ENV_PROJECT}/{ENV_INSTANCE} (or {EMULATOR_ENV} for the emulator)"
-            )
-        table = table or env.get(ENV_TABLE) or DEFAULT_TABLE
-        index_table = index_table or env.get(ENV_INDEX_TABLE) or f"{table}-index"
-        return cls(project, instance, table, index_table)
-
+from chainloom.settings import BigtableSettings
 
 # ------------------------------------------------------------------------------------------
 # Administration
@@ -140,7 +90,7 @@ def describe_gc_rule(rule: Any) -> str:
     return repr(rule)
 
 
-def _admin_instance(settings: StoreSettings) -> Any:
+def _admin_instance(settings: BigtableSettings) -> Any:
     from google.cloud.bigtable import Client
 
     client = Client(project=settings.project, admin=True)
@@ -173,14 +123,14 @@ def _table_drift(
     return drift
 
 
-def _tables(settings: StoreSettings) -> list[tuple[str, tuple[schema.FamilySpec, ...]]]:
+def _tables(settings: BigtableSettings) -> list[tuple[str, tuple[schema.FamilySpec, ...]]]:
     return [
         (settings.table, schema.EVENT_FAMILIES),
         (settings.index_table, schema.INDEX_FAMILIES),
     ]
 
 
-def ensure_schema(settings: StoreSettings) -> SchemaReport:
+def ensure_schema(settings: BigtableSettings) -> SchemaReport:
     """Create missing tables with every family and GC rule; report drift in existing ones.
 
     Idempotent. Existing tables are never altered: drift is returned as data so an operator
@@ -199,7 +149,7 @@ def ensure_schema(settings: StoreSettings) -> SchemaReport:
     return SchemaReport(tuple(created), tuple(drift))
 
 
-def check_schema(settings: StoreSettings) -> SchemaReport:
+def check_schema(settings: BigtableSettings) -> SchemaReport:
     """Report drift without creating anything (a missing table raises)."""
     instance = _admin_instance(settings)
     drift: list[FamilyDrift] = []
@@ -211,7 +161,7 @@ def check_schema(settings: StoreSettings) -> SchemaReport:
     return SchemaReport((), tuple(drift))
 
 
-def reconcile_schema(settings: StoreSettings, drift: Iterable[FamilyDrift]) -> None:
+def reconcile_schema(settings: BigtableSettings, drift: Iterable[FamilyDrift]) -> None:
     """Create missing families and reset GC rules named in ``drift`` (unexpected families are
     left alone: deleting data is never automatic)."""
     instance = _admin_instance(settings)
@@ -227,7 +177,7 @@ def reconcile_schema(settings: StoreSettings, drift: Iterable[FamilyDrift]) -> N
             family.update()
 
 
-def drop_tables(settings: StoreSettings) -> None:
+def drop_tables(settings: BigtableSettings) -> None:
     """Delete both tables (tests and `events init --recreate`)."""
     instance = _admin_instance(settings)
     for table_id, _ in _tables(settings):
@@ -241,7 +191,7 @@ def drop_tables(settings: StoreSettings) -> None:
 
 
 @contextlib.contextmanager
-def _missing_tables_named(settings: StoreSettings) -> Iterator[None]:
+def _missing_tables_named(settings: BigtableSettings) -> Iterator[None]:
     """Turn the client's NotFound into :class:`TableMissingError` (never retried)."""
     from google.api_core.exceptions import NotFound
 
@@ -259,9 +209,14 @@ class BigtableTables:
     Every call raises :class:`TableMissingError` when a table does not exist.
     """
 
-    def __init__(self, settings: StoreSettings) -> None:
+    def __init__(self, settings: BigtableSettings) -> None:
         from google.cloud.bigtable.data import BigtableDataClient
 
+        if settings.project is None or settings.instance is None:
+            raise StoreConfigError(
+                "Bigtable project and instance must be set (chainloom.eventstore.service.locate "
+                "fills them in on the emulator)"
+            )
         self.settings = settings
         self._client = BigtableDataClient(project=settings.project)
         timeout = settings.operation_timeout

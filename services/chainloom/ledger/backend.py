@@ -28,7 +28,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chainloom.ledger.config import BackendConfig
+from chainloom.ledger.config import DatabaseSettings
 from chainloom.ledger.errors import LedgerConfigError, LedgerCorruptionError, LedgerInputError
 from chainloom.ledger.types import (
     FIRST_KEY,
@@ -445,12 +445,10 @@ class BackendInterface(abc.ABC):
         self.close()
 
 
-def make_backend(config: BackendConfig | Mapping[str, Any]) -> BackendInterface:
+def make_backend(config: DatabaseSettings | Mapping[str, Any]) -> BackendInterface:
     """The backend ``database.type`` names, connected and with its range loaded."""
-    if not isinstance(config, BackendConfig):
-        config = BackendConfig.from_mapping(config)
-    else:
-        config.validate()
+    if not isinstance(config, DatabaseSettings):
+        config = DatabaseSettings.from_mapping(config)
     # Imported here so that choosing SQLite never loads the Cassandra driver (and vice versa).
     implementations = {
         "cassandra": ("chainloom.ledger.cassandra", "CassandraBackend", config.cassandra),

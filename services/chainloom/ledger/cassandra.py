@@ -36,7 +36,6 @@ from chainloom.ledger.backend import (
     range_from_rows,
     stored_header_blob,
 )
-from chainloom.ledger.config import CassandraConfig
 from chainloom.ledger.errors import BackendError
 from chainloom.ledger.types import (
     LAST_KEY,
@@ -54,6 +53,7 @@ from chainloom.ledger.types import (
     TransactionsCursor,
     nft_taxon,
 )
+from chainloom.settings import CassandraSettings
 
 TABLE_NAMES = (
     "objects",
@@ -398,7 +398,7 @@ class _WriteQueue:
 class CassandraBackend(BackendInterface):
     """:class:`BackendInterface` on Cassandra / ScyllaDB with Clio's schema."""
 
-    def __init__(self, config: CassandraConfig, *, read_only: bool = False) -> None:
+    def __init__(self, config: CassandraSettings, *, read_only: bool = False) -> None:
         super().__init__()
         from cassandra import ConsistencyLevel
         from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile

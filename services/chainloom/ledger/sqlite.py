@@ -27,7 +27,7 @@ from chainloom.ledger.backend import (
     range_from_rows,
     stored_header_blob,
 )
-from chainloom.ledger.config import SqliteConfig
+from chainloom.ledger.config import SqliteSettings
 from chainloom.ledger.errors import BackendError
 from chainloom.ledger.types import (
     LAST_KEY,
@@ -120,7 +120,7 @@ _HISTORY_QUERIES = {
 class SqliteBackend(BackendInterface):
     """:class:`BackendInterface` on one SQLite file."""
 
-    def __init__(self, config: SqliteConfig, *, read_only: bool = False) -> None:
+    def __init__(self, config: SqliteSettings, *, read_only: bool = False) -> None:
         super().__init__()
         self._config = config
         self._read_only = read_only

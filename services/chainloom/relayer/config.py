@@ -1,417 +1,258 @@
-"""The listener's configuration: a typed model read from a YAML/JSON file or the environment.
+"""The relayer's settings: one typed model for the listener and the workers.
 
 Why typed: the reference relayer parsed ``SUPPORTED_TOKENS`` with ``eval`` and failed late (or
-never) on a typo. Here every field is checked when the file is loaded, and an error names the
-field and what was expected, so a bad deployment stops at start-up with one clear line.
+never) on a typo. Here every field is checked when the settings are loaded, and an error names
+the source, the field and what was expected, so a bad deployment stops at start-up with one
+clear line. The model is loaded by :func:`chainloom.settings.load_settings` (defaults < YAML
+file < ``CHAINLOOM_`` environment < CLI flags); ``docs/configuration.md`` lists every field.
 
 A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too)::
 
-    redis_url: redis://127.0.0.1:6379/0
+    redis: {url: "redis://127.0.0.1:6379/0", key_prefix: "chainloom:relay:v1"}
     spy_address: 127.0.0.1:7073          # null: no spy, REST only
     spy_buffer: 10000                    # VAAs held between the stream and the intake
     spy_overflow: block                  # when full: block (push back) or drop (and count)
     rest: {host: 0.0.0.0, port: 4201, max_request_bytes: 65536}
-    guardian_sets: mainnet               # mainnet | devnet | path of a guardian-set file
+    guardian_sets: {source: mainnet}     # mainnet | devnet | path of a guardian-set file
     payload3: false                      # also relay payload-3 transfers (with a payload)
     known_emitters: [mainnet, {chain: 2, address: "0x..."}]
     target_chains: [ethereum, 4]
     tokens:
-      - {chain: 1, address: "069b8857feab8184fb687f634618c035dac439dc1aeb3b5598a0f00000000001",
-         min_fee: 0}
       - {chain: ethereum, address: "*", min_fee: 1000}   # any asset native to Ethereum
       - {chain: "*", address: "*", min_fee: 5000}        # anything else (devnets, load tests)
+    worker: {max_retries: 10, backoff: {initial: 1.0, maximum: 3600.0}, lease_ttl: 15.0}
 
-Environment variables override single fields (values are JSON or plain text, never code):
-``CHAINLOOM_RELAYER_REDIS_URL``, ``..._SPY_ADDRESS``, ``..._SPY_BUFFER``,
-``..._SPY_OVERFLOW``, ``..._REST_HOST``, ``..._REST_PORT``,
-``..._MAX_REQUEST_BYTES``, ``..._GUARDIAN_SETS``, ``..._PAYLOAD3``, ``..._KNOWN_EMITTERS``,
-``..._TARGET_CHAINS``, ``..._TOKENS``, ``..._KEY_PREFIX``.
+The environment sets the same fields: ``CHAINLOOM_REDIS__URL``, ``CHAINLOOM_REST__PORT``,
+``CHAINLOOM_TARGET_CHAINS='[2, 4]'`` (lists and sections are JSON, never code).
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any, ClassVar, Literal
 
-from chainloom.relayer.errors import ConfigError
+from pydantic import BeforeValidator, Field, model_validator
 
-if TYPE_CHECKING:
-    from chainloom.relayer.validation import ValidationPolicy
-    from chainloom.wormhole import GuardianSets
+from chainloom.relayer.tables import DEFAULT_PREFIX
+from chainloom.relayer.validation import ValidationPolicy
+from chainloom.settings import (
+    BackoffSettings,
+    GuardianSetSettings,
+    RedisSettings,
+    ServiceSettings,
+)
+from chainloom.settings.parts import Part
+from chainloom.wormhole import (
+    DEVNET_TOKEN_BRIDGE_EMITTERS,
+    TOKEN_BRIDGE_EMITTERS,
+    chain_id,
+)
+from chainloom.wormhole.errors import WormholeError
 
-ENV_PREFIX = "CHAINLOOM_RELAYER_"
-CONFIG_ENV = "CHAINLOOM_RELAYER_CONFIG"
-DEFAULT_KEY_PREFIX = "chainloom:relay:v1"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-EMITTER_PRESETS = ("mainnet", "devnet")
-GUARDIAN_SET_PRESETS = ("mainnet", "devnet")
-
-
-@dataclass(frozen=True, slots=True)
-class TokenRule:
-    """One origin asset (or a wildcard of them) the relayer accepts, and the fee it must carry."""
-
-    chain: int | None
-    """Chain id where the token is native (the transfer's ``token_chain``); None: ``"*"``."""
-    address: bytes | None
-    """The token's 32-byte origin address (EVM addresses left-padded); None: ``"*"``."""
-    min_fee: int
-    """Smallest acceptable relayer fee, in the transfer's normalized units (8 decimals max)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RestConfig:
-    """The REST listener."""
-
-    host: str = "127.0.0.1"
-    """Interface to bind."""
-    port: int = 4201
-    """TCP port (the reference's samples used 4201)."""
-    max_request_bytes: int = 64 * 1024
-    """Largest request body accepted; larger ones get 413."""
-
-
-_DEFAULT_REST = RestConfig()
-
-
-@dataclass(frozen=True, slots=True)
-class RelayerConfig:
-    """Everything ``chainloom relayer listen`` needs, validated."""
-
-    redis_url: str = DEFAULT_REDIS_URL
-    """Redis holding the relay tables."""
-    key_prefix: str = DEFAULT_KEY_PREFIX
-    """Versioned key prefix of the tables."""
-    spy_address: str | None = None
-    """``host:port`` of a guardian spy (or ``chainloom spy serve``); None: REST only."""
-    spy_buffer: int = 10_000
-    """VAAs the spy client holds between the stream and the intake."""
-    spy_overflow: str = "block"
-    """When that buffer is full: ``block`` (push back on the stream) or ``drop`` (and count)."""
-    rest: RestConfig = field(default_factory=RestConfig)
-    """The REST listener."""
-    guardian_sets: str = "mainnet"
-    """``mainnet``, ``devnet`` or the path of a guardian-set file."""
-    payload3: bool = False
-    """Also relay token-bridge payload 3 (transfer with payload)."""
-    known_emitters: tuple[tuple[int, bytes], ...] = ()
-    """Token-bridge emitters ``(chain, 32-byte address)`` whose transfers are relayed."""
-    target_chains: frozenset[int] = frozenset()
-    """Chains this relayer redeems on."""
-    tokens: tuple[TokenRule, ...] = ()
-    """Origin assets accepted, with their minimum fee."""
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, source: str = "config") -> RelayerConfig:
-        """Validate a parsed file (or a dict); ConfigError names the first bad field."""
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{source}: the top level must be a mapping")
-        known = {
-            "redis_url", "key_prefix", "spy_address", "spy_buffer", "spy_overflow", "rest",
-            "guardian_sets", "payload3", "known_emitters", "target_chains", "tokens",
-        }  # fmt: skip
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}")
-        rest_data = data.get("rest") or {}
-        if not isinstance(rest_data, Mapping):
-            raise ConfigError(f"{source}: field 'rest' must be a mapping")
-        unknown = sorted(set(rest_data) - {"host", "port", "max_request_bytes"})
-        if unknown:
-            raise ConfigError(f"{source}: unknown field(s) rest.{', rest.'.join(unknown)}")
-        rest = RestConfig(
-            host=_string(rest_data, "host", _DEFAULT_REST.host, source, "rest."),
-            port=_integer(
-                rest_data, "port", default=_DEFAULT_REST.port, source=source, at="rest.", low=0,
-                high=65535,
-            ),
-            max_request_bytes=_integer(
-                rest_data, "max_request_bytes", default=_DEFAULT_REST.max_request_bytes,
-                source=source, at="rest.", low=1, high=64 * 1024 * 1024,
-            ),
-        )  # fmt: skip
-        spy_address = data.get("spy_address")
-        if spy_address is not None and (not isinstance(spy_address, str) or ":" not in spy_address):
-            raise ConfigError(f"{source}: field 'spy_address' must be host:port or null")
-        guardian_sets = _string(data, "guardian_sets", "mainnet", source)
-        if guardian_sets not in GUARDIAN_SET_PRESETS and not Path(guardian_sets).is_file():
-            raise ConfigError(
-                f"{source}: field 'guardian_sets' must be mainnet, devnet or an existing file, "
-                f"got {guardian_sets!r}"
-            )
-        spy_overflow = data.get("spy_overflow", "block")
-        if spy_overflow not in ("block", "drop"):
-            raise ConfigError(f"{source}: field 'spy_overflow' must be block or drop")
-        payload3 = data.get("payload3", False)
-        if not isinstance(payload3, bool):
-            raise ConfigError(f"{source}: field 'payload3' must be true or false")
-        return cls(
-            redis_url=_string(data, "redis_url", DEFAULT_REDIS_URL, source),
-            key_prefix=_string(data, "key_prefix", DEFAULT_KEY_PREFIX, source),
-            spy_address=spy_address,
-            spy_buffer=_integer(
-                data, "spy_buffer", default=10_000, source=source, at="", low=1, high=10_000_000
-            ),
-            spy_overflow=spy_overflow,
-            rest=rest,
-            guardian_sets=guardian_sets,
-            payload3=payload3,
-            known_emitters=_emitters(data.get("known_emitters", []), source),
-            target_chains=frozenset(
-                _chain(value, f"target_chains[{i}]", source)
-                for i, value in enumerate(_list(data, "target_chains", source))
-            ),
-            tokens=tuple(
-                _token(value, i, source) for i, value in enumerate(_list(data, "tokens", source))
-            ),
-        )
-
-    @classmethod
-    def load(
-        cls, path: str | Path | None = None, environ: Mapping[str, str] | None = None
-    ) -> RelayerConfig:
-        """Read a file (``path`` or ``$CHAINLOOM_RELAYER_CONFIG``), then environment overrides."""
-        env = os.environ if environ is None else environ
-        data: dict[str, Any] = {}
-        source = "environment"
-        chosen = path or env.get(CONFIG_ENV)
-        if chosen:
-            data = dict(read_config_file(Path(chosen)))
-            source = str(chosen)
-        data = apply_environment(data, env)
-        return cls.from_mapping(data, source=source)
-
-    def validation_policy(self) -> ValidationPolicy:
-        """The pure validation rules' view of this configuration."""
-        from chainloom.relayer.validation import ValidationPolicy
-
-        return ValidationPolicy(
-            known_emitters=frozenset(self.known_emitters),
-            target_chains=self.target_chains,
-            min_fees={
-                (t.chain, t.address): t.min_fee
-                for t in self.tokens
-                if t.chain is not None and t.address is not None
-            },
-            chain_min_fees={
-                t.chain: t.min_fee for t in self.tokens if t.chain is not None and t.address is None
-            },
-            any_asset_min_fee=next((t.min_fee for t in self.tokens if t.chain is None), None),
-            allow_payload3=self.payload3,
-        )
-
-    def load_guardian_sets(self) -> GuardianSets:
-        """The guardian-set registry named by ``guardian_sets``."""
-        from chainloom.wormhole import GuardianSets
-        from chainloom.wormhole.errors import WormholeError
-
-        if self.guardian_sets == "mainnet":
-            return GuardianSets.mainnet()
-        if self.guardian_sets == "devnet":
-            return GuardianSets.devnet()
-        try:
-            return GuardianSets.from_file(self.guardian_sets)
-        except WormholeError as error:
-            raise ConfigError(f"guardian_sets: {error}") from None
-
-
-def read_config_file(path: Path) -> Mapping[str, Any]:
-    """Parse a YAML or JSON configuration file (safe loader: data only, never code)."""
-    import yaml
-
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise ConfigError(f"cannot read relayer config {path}: {error.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML/JSON: {error}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{path}: the top level must be a mapping")
-    return data
-
-
-_ENV_FIELDS = {
-    "REDIS_URL": ("redis_url", "text"),
-    "KEY_PREFIX": ("key_prefix", "text"),
-    "SPY_ADDRESS": ("spy_address", "text"),
-    "SPY_BUFFER": ("spy_buffer", "int"),
-    "SPY_OVERFLOW": ("spy_overflow", "text"),
-    "GUARDIAN_SETS": ("guardian_sets", "text"),
-    "PAYLOAD3": ("payload3", "bool"),
-    "KNOWN_EMITTERS": ("known_emitters", "list"),
-    "TARGET_CHAINS": ("target_chains", "list"),
-    "TOKENS": ("tokens", "json"),
-    "REST_HOST": ("rest.host", "text"),
-    "REST_PORT": ("rest.port", "int"),
-    "MAX_REQUEST_BYTES": ("rest.max_request_bytes", "int"),
+EMITTER_PRESETS: dict[str, dict[int, bytes]] = {
+    "mainnet": TOKEN_BRIDGE_EMITTERS,
+    "devnet": DEVNET_TOKEN_BRIDGE_EMITTERS,
 }
+"""Named sets of token-bridge emitters ``known_emitters`` may list."""
 
 
-def apply_environment(data: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
-    """``data`` with every ``CHAINLOOM_RELAYER_*`` variable applied on top."""
-    merged: dict[str, Any] = dict(data)
-    merged["rest"] = dict(merged.get("rest") or {})
-    for suffix, (name, kind) in _ENV_FIELDS.items():
-        variable = ENV_PREFIX + suffix
-        if variable not in environ:
-            continue
-        raw = environ[variable].strip()
-        value: Any
-        if kind == "text":
-            value = None if raw.lower() in ("", "none", "null") else raw
-        elif kind == "bool":
-            if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):
-                raise ConfigError(f"{variable} must be true or false, got {raw!r}")
-            value = raw.lower() in ("1", "true", "yes")
-        elif kind == "int":
-            if not raw.isdigit():
-                raise ConfigError(f"{variable} must be an integer, got {raw!r}")
-            value = int(raw)
-        elif kind == "list" and not raw.startswith("["):
-            value = [_int_if_digits(item.strip()) for item in raw.split(",") if item.strip()]
-        else:
-            try:
-                value = json.loads(raw)
-            except ValueError as error:
-                raise ConfigError(f"{variable} is not valid JSON: {error}") from None
-        if name.startswith("rest."):
-            merged["rest"][name.removeprefix("rest.")] = value
-        else:
-            merged[name] = value
-    return merged
-
-
-def _int_if_digits(text: str) -> str | int:
-    return int(text) if text.isdigit() else text
-
-
-def _string(data: Mapping[str, Any], name: str, default: str, source: str, at: str = "") -> str:
-    value = data.get(name, default)
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{source}: field '{at}{name}' must be a non-empty string")
-    return value
-
-
-def _integer(
-    data: Mapping[str, Any], name: str, *, default: int, source: str, at: str, low: int, high: int
-) -> int:
-    value = data.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ConfigError(
-            f"{source}: field '{at}{name}' must be an integer in {low}..{high}, got {value!r}"
-        )
-    return value
-
-
-def _list(data: Mapping[str, Any], name: str, source: str) -> list[Any]:
-    value = data.get(name, [])
-    if not isinstance(value, list):
-        raise ConfigError(f"{source}: field '{name}' must be a list")
-    return value
-
-
-def _chain(value: Any, where: str, source: str) -> int:
-    from chainloom.wormhole import chain_id
-    from chainloom.wormhole.errors import WormholeError
-
-    if isinstance(value, bool):
-        raise ConfigError(f"{source}: {where} must be a chain id or name, got {value!r}")
-    if isinstance(value, int):
-        if not 0 < value <= 0xFFFF:
-            raise ConfigError(f"{source}: {where} chain id {value} is outside 1..65535")
-        return value
-    if isinstance(value, str):
+def _chain(value: Any) -> Any:
+    """A chain name or id as the id; anything else is left for the type check to refuse."""
+    if isinstance(value, str) and value != "*":
         try:
             return chain_id(value)
         except WormholeError:
-            raise ConfigError(f"{source}: {where} names an unknown chain {value!r}") from None
-    raise ConfigError(f"{source}: {where} must be a chain id or name, got {value!r}")
+            raise ValueError(f"unknown chain {value!r}") from None
+    return value
 
 
-def _address32(value: Any, where: str, source: str) -> bytes:
+def _address32(value: Any) -> Any:
+    """A 20- or 32-byte hex address as 64 lower-case hex digits ("*" passes through)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        raise ConfigError(
-            f"{source}: {where} must be a quoted hex string (YAML reads an unquoted 0x... as a "
-            "number)"
-        )
-    if not isinstance(value, str):
-        raise ConfigError(f"{source}: {where} must be a hex string")
+        raise ValueError("must be a quoted hex string (YAML reads an unquoted 0x... as a number)")
+    if not isinstance(value, str) or value == "*":
+        return value
     text = value.strip().lower().removeprefix("0x")
     if len(text) not in (40, 64):
-        raise ConfigError(
-            f"{source}: {where} must be 20 or 32 bytes of hex, got {len(text)} hex digits"
-        )
+        raise ValueError(f"must be 20 or 32 bytes of hex, got {len(text)} hex digits")
     try:
-        return bytes.fromhex(text.rjust(64, "0"))
+        bytes.fromhex(text)
     except ValueError:
-        raise ConfigError(f"{source}: {where} is not hex: {value!r}") from None
+        raise ValueError(f"is not hex: {value!r}") from None
+    return text.rjust(64, "0")
 
 
-def _emitters(value: Any, source: str) -> tuple[tuple[int, bytes], ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        raise ConfigError(f"{source}: field 'known_emitters' must be a list")
-    found: dict[tuple[int, bytes], None] = {}
-    for i, item in enumerate(value):
-        where = f"known_emitters[{i}]"
-        if isinstance(item, str):
-            for key in _emitter_preset(item, where, source):
-                found[key] = None
-            continue
-        if not isinstance(item, Mapping) or set(item) != {"chain", "address"}:
-            raise ConfigError(
-                f"{source}: {where} must be a preset ({', '.join(EMITTER_PRESETS)}) "
-                "or {chain, address}"
-            )
-        key = (
-            _chain(item["chain"], where + ".chain", source),
-            _address32(item["address"], where + ".address", source),
-        )
-        found[key] = None
-    return tuple(found)
+ChainId = Annotated[
+    int, Field(ge=1, le=0xFFFF), BeforeValidator(_chain, json_schema_input_type=int | str)
+]
+"""A Wormhole chain, given by id (1..65535) or name (``ethereum``)."""
+Address32 = Annotated[
+    str, Field(pattern=r"^[0-9a-f]{64}$"), BeforeValidator(_address32, json_schema_input_type=str)
+]
+"""A 32-byte address as hex (a 20-byte EVM address is left-padded; ``0x`` optional)."""
 
 
-def _emitter_preset(name: str, where: str, source: str) -> list[tuple[int, bytes]]:
-    from chainloom import wormhole
+class EmitterSettings(Part):
+    """One token-bridge emitter whose transfers are relayed."""
 
-    if name == "mainnet":
-        return list(wormhole.TOKEN_BRIDGE_EMITTERS.items())
-    if name == "devnet":
-        return list(wormhole.DEVNET_TOKEN_BRIDGE_EMITTERS.items())
-    raise ConfigError(
-        f"{source}: {where} names an unknown emitter preset {name!r} "
-        f"(known: {', '.join(EMITTER_PRESETS)})"
+    chain: ChainId = Field(description="The emitter's chain (id or name).")
+    address: Address32 = Field(description="The emitter's address (20 or 32 bytes of hex).")
+
+
+class TokenRule(Part):
+    """One origin asset (or a wildcard of them) the relayer accepts, and the fee it must carry."""
+
+    chain: ChainId | Literal["*"] = Field(
+        description="Chain where the token is native (the transfer's token_chain), or '*'."
+    )
+    address: Address32 | Literal["*"] = Field(
+        description="The token's origin address (20 or 32 bytes of hex), or '*' for any asset "
+        "native to the chain."
+    )
+    min_fee: int = Field(
+        default=0,
+        ge=0,
+        description="Smallest acceptable relayer fee, in the transfer's normalized units.",
+    )
+
+    @model_validator(mode="after")
+    def _wildcard_chain_means_any_address(self) -> TokenRule:
+        if self.chain == "*" and self.address != "*":
+            raise ValueError('chain "*" needs address "*" too')
+        return self
+
+
+class RestSettings(Part):
+    """The listener's REST endpoint."""
+
+    enabled: bool = Field(default=True, description="Serve REST (false: spy only).")
+    host: str = Field(default="127.0.0.1", min_length=1, description="Interface to bind.")
+    port: int = Field(default=4201, ge=0, le=65535, description="TCP port (0 picks a free one).")
+    max_request_bytes: int = Field(
+        default=64 * 1024,
+        ge=1,
+        le=64 * 1024 * 1024,
+        description="Largest request body accepted; larger ones get 413.",
     )
 
 
-def _token(value: Any, index: int, source: str) -> TokenRule:
-    where = f"tokens[{index}]"
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{source}: {where} must be a mapping {{chain, address, min_fee}}")
-    unknown = sorted(set(value) - {"chain", "address", "min_fee"})
-    if unknown or "chain" not in value or "address" not in value:
-        raise ConfigError(
-            f"{source}: {where} must have chain and address (and optionally min_fee)"
-            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-        )
-    min_fee = value.get("min_fee", 0)
-    if not isinstance(min_fee, int) or isinstance(min_fee, bool) or min_fee < 0:
-        raise ConfigError(f"{source}: {where}.min_fee must be a non-negative integer")
-    chain = None if value["chain"] == "*" else _chain(value["chain"], where + ".chain", source)
-    address = (
-        None
-        if value["address"] == "*"
-        else _address32(value["address"], where + ".address", source)
+class RelayRedisSettings(RedisSettings):
+    """The Redis of the relay tables (the shared Redis part, with the tables' key prefix)."""
+
+    key_prefix: str = Field(
+        default=DEFAULT_PREFIX,
+        min_length=1,
+        description="Versioned prefix of every key of the relay tables.",
     )
-    if chain is None and address is not None:
-        raise ConfigError(f'{source}: {where}: chain "*" needs address "*" too')
-    return TokenRule(chain=chain, address=address, min_fee=min_fee)
+
+
+class RelayerWorkerSettings(Part):
+    """How a worker claims, submits and retries requests."""
+
+    adapter: Literal["inprocess", "redis-sim"] = Field(
+        default="redis-sim",
+        description="Chain adapter: an in-memory chain, or a simulated chain kept in Redis.",
+    )
+    max_retries: int = Field(
+        default=10, ge=0, description="Failures allowed before a request goes to Failed."
+    )
+    backoff: BackoffSettings = Field(
+        default_factory=BackoffSettings,
+        description="Wait before each retry of a failed request (doubling, jittered).",
+    )
+    lease_ttl: float = Field(
+        default=15.0, ge=0.1, description="Seconds after which a silent worker is reaped."
+    )
+    batch: int = Field(default=64, ge=1, le=10_000, description="Requests claimed per step.")
+    idle_sleep: float = Field(default=0.05, ge=0, description="Seconds slept when idle.")
+    recheck: float = Field(
+        default=1.0, ge=0, description="Seconds between finality checks of one submission."
+    )
+    reap_every: float = Field(
+        default=5.0, ge=0, description="Seconds between two passes of the reaper."
+    )
+    stop_when_idle: float | None = Field(
+        default=None,
+        ge=0,
+        description="Exit after this many seconds without work (batch runs); null: never.",
+    )
+
+
+class RelayerSettings(ServiceSettings):
+    """Everything ``chainloom relayer listen`` and ``relayer work`` need."""
+
+    config_file_env: ClassVar[str] = "CHAINLOOM_RELAYER_CONFIG"
+
+    redis: RelayRedisSettings = Field(
+        default_factory=RelayRedisSettings, description="Redis holding the relay tables."
+    )
+    spy_address: str | None = Field(
+        default=None,
+        pattern=r"^[^:]+:\d+$",
+        description="host:port of a guardian spy (or `chainloom spy serve`); null: REST only.",
+    )
+    spy_buffer: int = Field(
+        default=10_000,
+        ge=1,
+        le=10_000_000,
+        description="VAAs the spy client holds between the stream and the intake.",
+    )
+    spy_overflow: Literal["block", "drop"] = Field(
+        default="block",
+        description="When that buffer is full: block (push back on the stream) or drop (count).",
+    )
+    rest: RestSettings = Field(default_factory=RestSettings, description="The REST endpoint.")
+    intake_threads: int = Field(
+        default=8, ge=1, le=256, description="Threads verifying and queueing VAAs."
+    )
+    redeem_check: Literal["none", "redis-sim"] = Field(
+        default="none",
+        description="Ask a chain adapter at intake whether a transfer is already redeemed: none "
+        "(the workers still check) or the Redis-simulated chain used in tests.",
+    )
+    guardian_sets: GuardianSetSettings = Field(
+        default_factory=GuardianSetSettings, description="Guardian sets VAAs are verified against."
+    )
+    payload3: bool = Field(
+        default=False, description="Also relay token-bridge payload 3 (transfer with payload)."
+    )
+    known_emitters: tuple[Literal["mainnet", "devnet"] | EmitterSettings, ...] = Field(
+        default=(),
+        description="Token-bridge emitters whose transfers are relayed: presets (mainnet, "
+        "devnet) or {chain, address}.",
+    )
+    target_chains: tuple[ChainId, ...] = Field(
+        default=(), description="Chains this relayer redeems on (ids or names)."
+    )
+    tokens: tuple[TokenRule, ...] = Field(
+        default=(), description="Origin assets accepted, with their minimum fee."
+    )
+    worker: RelayerWorkerSettings = Field(
+        default_factory=RelayerWorkerSettings, description="The workers (`relayer work`)."
+    )
+
+    def emitter_keys(self) -> tuple[tuple[int, bytes], ...]:
+        """``known_emitters`` expanded: ``(chain, 32-byte address)``, presets included."""
+        found: dict[tuple[int, bytes], None] = {}
+        for entry in self.known_emitters:
+            if isinstance(entry, str):
+                found.update(dict.fromkeys(EMITTER_PRESETS[entry].items()))
+            else:
+                found[(entry.chain, bytes.fromhex(entry.address))] = None
+        return tuple(found)
+
+    def validation_policy(self) -> ValidationPolicy:
+        """The pure validation rules' view of these settings."""
+        return ValidationPolicy(
+            known_emitters=frozenset(self.emitter_keys()),
+            target_chains=frozenset(self.target_chains),
+            min_fees={
+                (t.chain, bytes.fromhex(t.address)): t.min_fee
+                for t in self.tokens
+                if t.chain != "*" and t.address != "*"
+            },
+            chain_min_fees={
+                t.chain: t.min_fee for t in self.tokens if t.chain != "*" and t.address == "*"
+            },
+            any_asset_min_fee=next((t.min_fee for t in self.tokens if t.chain == "*"), None),
+            allow_payload3=self.payload3,
+        )

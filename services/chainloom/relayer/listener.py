@@ -28,7 +28,7 @@ from chainloom.relayer.intake import Intake, IntakeResult, Outcome
 from chainloom.relayer.rest import RestServer
 
 if TYPE_CHECKING:
-    from chainloom.relayer.config import RestConfig
+    from chainloom.relayer.config import RestSettings
     from chainloom.relayer.spy_client import SpyClient
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class Listener:
         intake: Intake,
         *,
         spy: SpyClient | None = None,
-        rest: RestConfig | None = None,
+        rest: RestSettings | None = None,
         threads: int = 8,
         spy_workers: int = 4,
     ) -> None:

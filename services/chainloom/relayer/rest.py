@@ -29,7 +29,7 @@ from chainloom.relayer.validation import decode_text
 from chainloom.wormhole.errors import WormholeError
 
 if TYPE_CHECKING:
-    from chainloom.relayer.config import RestConfig
+    from chainloom.relayer.config import RestSettings
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def _too_large(reason: str) -> web.Response:
     return web.json_response({"status": "too_large", "reason": reason}, status=TOO_LARGE)
 
 
-def build_app(listener: IntakeService, config: RestConfig) -> web.Application:
+def build_app(listener: IntakeService, config: RestSettings) -> web.Application:
     """The aiohttp application serving ``listener``."""
     limit = config.max_request_bytes
     # aiohttp refuses larger bodies itself; our handler answers first with a JSON 413.
@@ -163,7 +163,7 @@ def build_app(listener: IntakeService, config: RestConfig) -> web.Application:
 class RestServer:
     """The REST endpoint bound to its address: start it, learn its port, stop it."""
 
-    def __init__(self, listener: IntakeService, config: RestConfig) -> None:
+    def __init__(self, listener: IntakeService, config: RestSettings) -> None:
         self.config = config
         self.port = 0
         self._runner = web.AppRunner(build_app(listener, config), access_log=None)

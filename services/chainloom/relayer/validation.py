@@ -85,7 +85,7 @@ PURE_RULES = (
 
 @dataclass(frozen=True, slots=True)
 class ValidationPolicy:
-    """What the relayer accepts (built from :class:`chainloom.relayer.config.RelayerConfig`)."""
+    """What the relayer accepts (built from :class:`chainloom.relayer.config.RelayerSettings`)."""
 
     known_emitters: frozenset[tuple[int, bytes]]
     """Token-bridge emitters ``(chain, 32-byte address)`` whose transfers are relayed."""

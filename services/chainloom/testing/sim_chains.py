@@ -37,13 +37,18 @@ from chainloom.relayer.model import Finality
 from chainloom.relayer.wallet import Wallet
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import redis
+
+    from chainloom.relayer.adapters import ChainAdapter
 
 __all__ = [
     "InProcessAdapter",
     "RedisLedgerAdapter",
     "SimChainRules",
     "Submission",
+    "simulated_adapters",
     "vaa_identity",
 ]
 
@@ -379,3 +384,17 @@ def _rules_from_json(raw: bytes | str) -> SimChainRules:
     data = json.loads(raw)
     data["pre_redeemed"] = tuple(data.get("pre_redeemed", ()))
     return SimChainRules(**data)
+
+
+def simulated_adapters(name: str) -> Callable[[redis.Redis, int], ChainAdapter]:
+    """The factory of one kind of simulated chain, by the name the settings use.
+
+    ``inprocess``: an in-memory chain per worker process; ``redis-sim``: a chain kept in the
+    relay tables' Redis, shared by every process (what the listener's redemption check and the
+    multi-process tests need).
+    """
+    if name == "inprocess":
+        return lambda _client, chain: InProcessAdapter(chain)
+    if name == "redis-sim":
+        return RedisLedgerAdapter
+    raise ValueError(f"unknown simulated chain {name!r} (inprocess or redis-sim)")

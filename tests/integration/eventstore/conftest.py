@@ -6,18 +6,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from chainloom.eventstore.bigtable import BigtableTables, StoreSettings, ensure_schema
+from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
+from chainloom.settings import BigtableSettings
 
 
 @pytest.fixture
-def settings(bigtable_table_name: str) -> StoreSettings:
-    store = StoreSettings.resolve(project="chainloom", instance="test", table=bigtable_table_name)
+def settings(bigtable_table_name: str) -> BigtableSettings:
+    store = BigtableSettings(project="chainloom", instance="test", table=bigtable_table_name)
     report = ensure_schema(store)
     assert set(report.created_tables) == {store.table, store.index_table}
     return store
 
 
 @pytest.fixture
-def tables(settings: StoreSettings) -> Iterator[BigtableTables]:
+def tables(settings: BigtableSettings) -> Iterator[BigtableTables]:
     with BigtableTables(settings) as opened:
         yield opened

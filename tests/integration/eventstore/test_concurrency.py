@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 
-from chainloom.eventstore.bigtable import BigtableTables, StoreSettings
+from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
+from chainloom.settings import BigtableSettings
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
 
@@ -28,7 +29,7 @@ def _vaas(variant: int) -> list[bytes]:
 
 
 def test_racing_writers_keep_one_signed_vaa_and_the_other_as_conflict(
-    settings: StoreSettings, tables: BigtableTables
+    settings: BigtableSettings, tables: BigtableTables
 ) -> None:
     inputs = {0: _vaas(0), 1: _vaas(1)}
     summaries = {}

@@ -14,10 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from chainloom.eventstore.bigtable import BigtableTables, StoreSettings
+from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.errors import StoreUnavailableError
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter, WriterConfig
+from chainloom.settings import BigtableSettings
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
 
@@ -109,13 +110,13 @@ def _vaas(first: int, count: int) -> list[bytes]:
 
 
 def test_outage_raises_clearly_and_keeps_queued_rows(
-    settings: StoreSettings,
+    settings: BigtableSettings,
     tables: BigtableTables,
     relay: Relay,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", relay.address)
-    through_relay = dataclasses.replace(settings, operation_timeout=1.0)
+    through_relay = settings.model_copy(update={"operation_timeout": 1.0})
     config = WriterConfig(flush_rows=1000, max_attempts=3, backoff_initial=0.1, backoff_max=0.5)
     with BigtableTables(through_relay) as relayed:
         writer = EventWriter(relayed, KIT.sets(0), config=config)

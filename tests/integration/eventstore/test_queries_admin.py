@@ -15,13 +15,13 @@ from chainloom.cli.events import events
 from chainloom.eventstore import schema
 from chainloom.eventstore.bigtable import (
     BigtableTables,
-    StoreSettings,
     check_schema,
     ensure_schema,
     reconcile_schema,
 )
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
+from chainloom.settings import BigtableSettings
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, mainnet_emitters
 
@@ -97,7 +97,7 @@ def test_scan_recent_by_tx_and_counts(tables: BigtableTables) -> None:
     assert reader.count_per_day(dt.date(2023, 11, 15), dt.date(2023, 11, 15), chain=14) == {}
 
 
-def test_schema_drift_is_reported_and_reconciled(settings: StoreSettings) -> None:
+def test_schema_drift_is_reported_and_reconciled(settings: BigtableSettings) -> None:
     again = ensure_schema(settings)
     assert again.created_tables == ()
     assert again.in_sync
@@ -119,9 +119,11 @@ def test_schema_drift_is_reported_and_reconciled(settings: StoreSettings) -> Non
 
 
 def test_cli_init_put_get_scan_by_tx(
-    settings: StoreSettings, vaa_vectors: list[dict[str, Any]]
+    settings: BigtableSettings, vaa_vectors: list[dict[str, Any]]
 ) -> None:
     runner = CliRunner()
+    assert settings.project is not None
+    assert settings.instance is not None
     base = [
         "--project",
         settings.project,

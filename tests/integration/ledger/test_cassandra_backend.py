@@ -8,10 +8,11 @@ import pytest
 
 from chainloom.ledger.backend import make_backend
 from chainloom.ledger.cassandra import TABLE_NAMES, CassandraBackend
-from chainloom.ledger.config import BackendConfig, CassandraConfig
+from chainloom.ledger.config import DatabaseSettings
 from chainloom.ledger.errors import BackendError
 from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.types import LedgerRange
+from chainloom.settings import CassandraSettings
 from tests.integration.ledger.test_conformance import key, make_header, walk, write_ledger
 
 # XRPLF/clio src/data/cassandra/Schema.hpp: columns, partition key, clustering columns (ordered).
@@ -73,12 +74,12 @@ EXPECTED_TABLES = {
 @pytest.fixture
 def own_keyspace(
     cassandra_address: tuple[str, int], cassandra_keyspace: str
-) -> Iterator[BackendConfig]:
+) -> Iterator[DatabaseSettings]:
     """A configuration naming a keyspace that does not exist yet (the backend creates it)."""
     host, port = cassandra_address
-    config = BackendConfig(
+    config = DatabaseSettings(
         type="cassandra",
-        cassandra=CassandraConfig(
+        cassandra=CassandraSettings(
             hosts=(host,), port=port, keyspace=f"{cassandra_keyspace}_own", replication_factor=1
         ),
     )
@@ -94,7 +95,7 @@ def own_keyspace(
         cluster.shutdown()
 
 
-def test_the_13_tables_and_the_keyspace_are_exactly_clios(own_keyspace: BackendConfig):
+def test_the_13_tables_and_the_keyspace_are_exactly_clios(own_keyspace: DatabaseSettings):
     backend = make_backend(own_keyspace)
     assert isinstance(backend, CassandraBackend)
     try:
@@ -141,7 +142,7 @@ def test_the_13_tables_and_the_keyspace_are_exactly_clios(own_keyspace: BackendC
 
 def test_consistency_comes_from_the_configuration(cassandra_address, cassandra_keyspace):
     host, port = cassandra_address
-    config = CassandraConfig(
+    config = CassandraSettings(
         hosts=(host,), port=port, keyspace=cassandra_keyspace, consistency="ONE"
     )
     backend = CassandraBackend(config)
@@ -153,7 +154,7 @@ def test_consistency_comes_from_the_configuration(cassandra_address, cassandra_k
 
 def test_in_flight_writes_stay_within_the_bound(cassandra_address, cassandra_keyspace):
     host, port = cassandra_address
-    config = CassandraConfig(
+    config = CassandraSettings(
         hosts=(host,), port=port, keyspace=cassandra_keyspace, max_concurrent_writes=4
     )
     backend = CassandraBackend(config)
@@ -171,7 +172,7 @@ def test_in_flight_writes_stay_within_the_bound(cassandra_address, cassandra_key
 
 def test_a_rejected_write_keeps_the_ledger_invisible(cassandra_address, cassandra_keyspace):
     host, port = cassandra_address
-    config = CassandraConfig(hosts=(host,), port=port, keyspace=cassandra_keyspace)
+    config = CassandraSettings(hosts=(host,), port=port, keyspace=cassandra_keyspace)
     backend = CassandraBackend(config)
     reader = CassandraBackend(config)
     try:
@@ -196,7 +197,7 @@ def test_a_rejected_write_keeps_the_ledger_invisible(cassandra_address, cassandr
 
 
 def test_an_unreachable_cluster_is_a_clear_error():
-    config = CassandraConfig(hosts=("127.0.0.1",), port=1, keyspace="nowhere")
+    config = CassandraSettings(hosts=("127.0.0.1",), port=1, keyspace="nowhere")
     with pytest.raises(
         BackendError, match=r"cannot open Cassandra keyspace nowhere at 127\.0\.0\.1:1"
     ):

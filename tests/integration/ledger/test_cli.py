@@ -185,7 +185,7 @@ def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
     command = [
         sys.executable, "-m", "chainloom.cli", "ledger", "load", str(path), "--quiet",
         "--backend", "cassandra", "--cassandra-hosts", f"{host}:{port}",
-        "--keyspace", cassandra_keyspace,
+        "--keyspace", cassandra_keyspace, "--replication-factor", "1",
     ]  # fmt: skip
     config = {
         "type": "cassandra",

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from chainloom.ledger.backend import BackendInterface, directory_page_key, make_backend
-from chainloom.ledger.config import BackendConfig, CassandraConfig, SqliteConfig
+from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 from chainloom.ledger.errors import LedgerInputError
 from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.types import (
@@ -37,6 +37,7 @@ from chainloom.ledger.types import (
 )
 from chainloom.ledger.xrpl.hashing import sha512_half
 from chainloom.ledger.xrpl.parse import book_base
+from chainloom.settings import CassandraSettings
 from tests.conftest import REPO_ROOT
 
 # --------------------------------------------------------------------------------------------
@@ -48,7 +49,7 @@ class Store:
     """One fresh database; ``open()`` gives as many backends on it as a test needs."""
 
     kind: str
-    config: BackendConfig
+    config: DatabaseSettings
     opened: list[BackendInterface] = field(default_factory=list)
 
     def open(self) -> BackendInterface:
@@ -57,19 +58,19 @@ class Store:
         return backend
 
     def config_json(self) -> str:
-        return json.dumps({"database": dataclasses.asdict(self.config)})
+        return json.dumps({"database": self.config.model_dump(mode="json")})
 
 
 @pytest.fixture(params=["sqlite", "cassandra"])
 def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[Store]:
     if request.param == "sqlite":
-        config = BackendConfig(type="sqlite", sqlite=SqliteConfig(path=str(tmp_path / "l.db")))
+        config = DatabaseSettings(type="sqlite", sqlite=SqliteSettings(path=str(tmp_path / "l.db")))
     else:
         host, port = request.getfixturevalue("cassandra_address")
         keyspace = request.getfixturevalue("cassandra_keyspace")
-        config = BackendConfig(
+        config = DatabaseSettings(
             type="cassandra",
-            cassandra=CassandraConfig(
+            cassandra=CassandraSettings(
                 hosts=(host,), port=port, keyspace=keyspace, replication_factor=1
             ),
         )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from chainloom.ledger.backend import BackendInterface, make_backend
-from chainloom.ledger.config import BackendConfig, CassandraConfig, SqliteConfig
+from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 from chainloom.ledger.errors import LedgerIntegrityError
 from chainloom.ledger.etl import LedgerEtl, Progress, SourceLedger
 from chainloom.ledger.nft import nfts_from_object
@@ -19,6 +19,7 @@ from chainloom.ledger.sources.dump import DumpWriter
 from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import LedgerHeader, LedgerObject
 from chainloom.ledger.xrpl.parse import parse_metadata, parse_transaction
+from chainloom.settings import CassandraSettings
 from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
 
 FIRST = 38129
@@ -61,7 +62,7 @@ def dump(vectors_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Dump:
 
 @dataclass
 class Store:
-    config: BackendConfig
+    config: DatabaseSettings
     opened: list[BackendInterface] = field(default_factory=list)
 
     def open(self) -> BackendInterface:
@@ -73,13 +74,13 @@ class Store:
 @pytest.fixture(params=["sqlite", "cassandra"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
-        config = BackendConfig(type="sqlite", sqlite=SqliteConfig(path=str(tmp_path / "l.db")))
+        config = DatabaseSettings(type="sqlite", sqlite=SqliteSettings(path=str(tmp_path / "l.db")))
     else:
         host, port = request.getfixturevalue("cassandra_address")
         keyspace = request.getfixturevalue("cassandra_keyspace")
-        config = BackendConfig(
+        config = DatabaseSettings(
             type="cassandra",
-            cassandra=CassandraConfig(
+            cassandra=CassandraSettings(
                 hosts=(host,), port=port, keyspace=keyspace, replication_factor=1
             ),
         )
@@ -349,7 +350,9 @@ def test_verify_state_refuses_a_diff_that_omits_a_change(dump: Dump, tmp_path: P
         assert (
             raw_rows_at(
                 Store(
-                    BackendConfig(type="sqlite", sqlite=SqliteConfig(path=str(tmp_path / "v.db")))
+                    DatabaseSettings(
+                        type="sqlite", sqlite=SqliteSettings(path=str(tmp_path / "v.db"))
+                    )
                 ),
                 FIRST + 2,
             )

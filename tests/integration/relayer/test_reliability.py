@@ -173,9 +173,9 @@ class Ingest:
         config.write_text(
             json.dumps(
                 {
-                    "redis_url": redis_url,
+                    "redis": {"url": redis_url},
                     "spy_address": address,
-                    "guardian_sets": str(sets),
+                    "guardian_sets": {"source": str(sets)},
                     "known_emitters": [
                         {"chain": EMITTER_CHAIN, "address": GUARDIANS.token_bridge_emitter.hex()}
                     ],

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 import redis
 
-from chainloom.relayer.config import RelayerConfig, RestConfig
+from chainloom.relayer.config import RelayerSettings, RestSettings
 from chainloom.relayer.intake import Intake
 from chainloom.relayer.listener import Listener
 from chainloom.relayer.tables import RelayTables
@@ -38,7 +38,9 @@ def run(scenario: Callable[[], Awaitable[None]]) -> None:
 
 @asynccontextmanager
 async def serving(intake: Intake) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
-    listener = Listener(intake, rest=RestConfig(host="127.0.0.1", port=0, max_request_bytes=LIMIT))
+    listener = Listener(
+        intake, rest=RestSettings(host="127.0.0.1", port=0, max_request_bytes=LIMIT)
+    )
     await listener.start()
     try:
         async with aiohttp.ClientSession() as session:
@@ -261,10 +263,10 @@ def test_a_real_mainnet_transfer_is_accepted_and_a_tampered_copy_rejected(redis_
     )
     raw = bytes.fromhex(vector["hex"])
     transfer = vector["expected"]["token_bridge"]
-    config = RelayerConfig.from_mapping(
+    config = RelayerSettings.model_validate(
         {
-            "redis_url": redis_url,
-            "guardian_sets": "mainnet",
+            "redis": {"url": redis_url},
+            "guardian_sets": {"source": "mainnet"},
             "known_emitters": ["mainnet"],
             "target_chains": [transfer["to_chain"]],
             "tokens": [
@@ -278,10 +280,10 @@ def test_a_real_mainnet_transfer_is_accepted_and_a_tampered_copy_rejected(redis_
     )
     timestamp = parse_vaa(raw).timestamp  # guardian set 1 expired long ago: judge it as of then
     validator = Validator(
-        config.validation_policy(), config.load_guardian_sets(), clock=lambda: timestamp
+        config.validation_policy(), config.guardian_sets.load(), clock=lambda: timestamp
     )
-    client = redis.Redis.from_url(config.redis_url)
-    intake = Intake(validator, RelayTables(client, config.key_prefix))
+    client = redis.Redis.from_url(config.redis.url.get_secret_value())
+    intake = Intake(validator, RelayTables(client, config.redis.key_prefix))
 
     async def scenario() -> None:
         async with serving(intake) as (session, base):

@@ -147,12 +147,13 @@ def test_spy_serve_refuses_a_bad_file(tmp_path: Path):
 
 
 def test_spy_serve_replays_history_from_the_event_store(bigtable_table_name: str):
-    from chainloom.eventstore.bigtable import BigtableTables, StoreSettings, ensure_schema
+    from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
     from chainloom.eventstore.writer import EventWriter
+    from chainloom.settings import BigtableSettings
     from chainloom.wormhole import devnet_emitters
     from tests.ingest_support import GUARDIANS
 
-    settings = StoreSettings.resolve(project="chainloom", instance="t", table=bigtable_table_name)
+    settings = BigtableSettings(project="chainloom", instance="t", table=bigtable_table_name)
     ensure_schema(settings)
     stored = [signed_transfer(i) for i in range(6)]
     elsewhere = signed_transfer(50, emitter_chain=6)

@@ -74,7 +74,7 @@ def test_environment_points_clients_at_the_stack(local_stack: StackForTests) -> 
     running = local_stack.require("redis", "bigtable")
     env = manager.environment()
     assert env["BIGTABLE_EMULATOR_HOST"] == running["bigtable"].address
-    assert env["CHAINLOOM_REDIS_URL"].startswith(f"redis://{running['redis'].address}")
+    assert env["CHAINLOOM_REDIS__URL"].startswith(f"redis://{running['redis'].address}")
 
 
 @pytest.mark.parametrize("name", ["redis", "bigtable"])

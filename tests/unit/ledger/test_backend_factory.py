@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from pydantic import ValidationError
 
 from chainloom.ledger.backend import (
     directory_entries,
@@ -13,55 +14,60 @@ from chainloom.ledger.backend import (
     quality_next,
     range_from_rows,
 )
-from chainloom.ledger.config import BackendConfig, CassandraConfig
+from chainloom.ledger.config import DatabaseSettings
 from chainloom.ledger.errors import LedgerConfigError, LedgerInputError
 from chainloom.ledger.sqlite import SqliteBackend
 from chainloom.ledger.types import LAST_KEY, LedgerRange
 from chainloom.ledger.xrpl.parse import book_base
+from chainloom.settings import CassandraSettings
 
 
 def test_unknown_database_type_is_a_clear_error(tmp_path):
-    with pytest.raises(LedgerConfigError, match=r"invalid database\.type 'postgres'"):
+    with pytest.raises(LedgerConfigError, match=r"database\.type: .*'cassandra' or 'sqlite'"):
         make_backend({"database": {"type": "postgres"}})
-    with pytest.raises(LedgerConfigError, match="cassandra, sqlite"):
-        make_backend(BackendConfig(type="mysql"))
+    with pytest.raises(ValidationError, match="type"):
+        DatabaseSettings(type="mysql")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"type": "sqlite", "sqlit": {}}, "database.sqlit"),
-        ({"type": "cassandra", "cassandra": {"replication": 3}}, "database.cassandra.replication"),
-        ({"type": "cassandra", "cassandra": {"consistency": "MOST"}}, "consistency 'MOST'"),
-        ({"type": "cassandra", "cassandra": {"port": "9042"}}, "database.cassandra.port"),
-        ({"type": "cassandra", "cassandra": {"port": True}}, "database.cassandra.port"),
-        ({"type": "cassandra", "cassandra": {"hosts": [1]}}, "database.cassandra.hosts"),
-        ({"type": "cassandra", "cassandra": {"keyspace": "a-b"}}, "keyspace 'a-b'"),
+        ({"type": "sqlite", "sqlit": {}}, "database.sqlit: unknown key"),
+        (
+            {"type": "cassandra", "cassandra": {"replication": 3}},
+            "database.cassandra.replication: unknown key",
+        ),
+        ({"type": "cassandra", "cassandra": {"consistency": "MOST"}}, "consistency: .*'MOST'"),
+        ({"type": "cassandra", "cassandra": {"port": "x"}}, "database.cassandra.port: "),
+        ({"type": "cassandra", "cassandra": {"port": 70000}}, "database.cassandra.port: "),
+        ({"type": "cassandra", "cassandra": {"hosts": [1]}}, r"database.cassandra.hosts\[0\]"),
+        ({"type": "cassandra", "cassandra": {"hosts": []}}, "database.cassandra.hosts"),
+        ({"type": "cassandra", "cassandra": {"keyspace": "a-b"}}, "keyspace: .*'a-b'"),
         ({"type": "cassandra", "cassandra": {"max_concurrent_writes": 0}}, "max_concurrent"),
-        ({"type": 3}, "database.type must be a string"),
-        ({"database": {"type": "sqlite"}, "other": 1}, "'other'"),
+        ({"type": 3}, "database.type: "),
+        ({"database": {"type": "sqlite"}, "other": 1}, "other: unknown key"),
     ],
 )
 def test_bad_configuration_names_the_key(raw, message):
     with pytest.raises(LedgerConfigError, match=message):
-        BackendConfig.from_mapping(raw)
+        DatabaseSettings.from_mapping(raw)
 
 
 def test_configuration_defaults_and_parsing():
-    config = BackendConfig.from_mapping(
+    config = DatabaseSettings.from_mapping(
         {
             "database": {
                 "type": "Cassandra",
-                "cassandra": {"hosts": "db1", "port": 9043, "request_timeout": 5},
+                "cassandra": {"hosts": ["db1"], "port": 9043, "request_timeout": 5},
+                "read_only": True,
             },
-            "read_only": True,
         }
     )
     assert config.type == "cassandra"
     assert config.read_only is True
-    assert config.cassandra == CassandraConfig(hosts=("db1",), port=9043, request_timeout=5.0)
+    assert config.cassandra == CassandraSettings(hosts=("db1",), port=9043, request_timeout=5.0)
     assert config.cassandra.consistency == "QUORUM"
-    assert BackendConfig().type == "sqlite"
+    assert DatabaseSettings().type == "sqlite"
 
 
 def test_factory_builds_sqlite_from_a_mapping(tmp_path):
@@ -137,7 +143,7 @@ def test_read_only_sqlite_reads_but_refuses_writes(tmp_path):
     path = tmp_path / "ro.db"
     make_backend({"type": "sqlite", "sqlite": {"path": str(path)}}).close()
     reader = make_backend(
-        {"database": {"type": "sqlite", "sqlite": {"path": str(path)}}, "read_only": True}
+        {"database": {"type": "sqlite", "sqlite": {"path": str(path)}, "read_only": True}}
     )
     try:
         assert reader.fetch_ledger_range() is None
@@ -153,7 +159,7 @@ def test_read_only_sqlite_reads_but_refuses_writes(tmp_path):
 
 def test_write_batch_size_must_be_positive():
     with pytest.raises(LedgerConfigError, match="write_batch_size"):
-        BackendConfig.from_mapping({"type": "cassandra", "cassandra": {"write_batch_size": 0}})
+        DatabaseSettings.from_mapping({"type": "cassandra", "cassandra": {"write_batch_size": 0}})
 
 
 def test_the_range_rows_give_the_range_and_one_row_alone_is_both_ends():

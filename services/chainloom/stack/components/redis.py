@@ -46,7 +46,7 @@ class Redis:
         pid = spawn(argv, log)
         url = f"redis://127.0.0.1:{port}/0"
         running = Running(
-            self.name, "", f"127.0.0.1:{port}", pid, str(log), env={"CHAINLOOM_REDIS_URL": url}
+            self.name, "", f"127.0.0.1:{port}", pid, str(log), env={"CHAINLOOM_REDIS__URL": url}
         )
         wait_until(self.name, lambda: bool(self.check(running)), pid=pid, log=log, timeout=30)
         return Running(

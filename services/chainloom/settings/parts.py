@@ -1,0 +1,210 @@
+"""The small settings models that several services share.
+
+Each service's model (``RelayerSettings``, ``EventStoreSettings``, ``LedgerSettings``) is built
+from these parts, so a Redis URL, a Bigtable location or a backoff schedule has the same fields,
+defaults and documentation wherever it appears, and the operator's CRD schemas (generated from
+the JSON Schema of the models) describe them the same way too. Every field carries a
+description: it is the documentation of the setting in ``docs/configuration.md`` and in the
+CRDs. The models are frozen and refuse unknown keys.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializationInfo,
+    field_serializer,
+    model_validator,
+)
+
+from chainloom.backoff import Backoff
+from chainloom.wormhole import GuardianSets
+
+REVEAL_SECRETS = "reveal_secrets"
+"""Serialisation context key: when true, secrets are dumped in clear (never for display)."""
+
+
+class Part(BaseModel):
+    """Base of every settings model: frozen, and unknown keys are an error."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``, for messages and display."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class RedisSettings(Part):
+    """A Redis database and the key prefix of the tables kept in it."""
+
+    url: SecretStr = Field(
+        default=SecretStr("redis://127.0.0.1:6379/0"),
+        description="Redis URL (redis:// or rediss://, with the database number); a password "
+        "in it is treated as a secret and never shown.",
+    )
+    key_prefix: str = Field(
+        default="chainloom",
+        min_length=1,
+        description="Prefix of every key the service keeps in this database (services that "
+        "version their keys give their own default).",
+    )
+
+    @field_serializer("url")
+    def _show_url(self, url: SecretStr, info: SerializationInfo) -> str:
+        plain = url.get_secret_value()
+        context = info.context or {}
+        return plain if context.get(REVEAL_SECRETS) else redact_url(plain)
+
+    @property
+    def redacted_url(self) -> str:
+        """The URL with its password masked, for messages."""
+        return redact_url(self.url.get_secret_value())
+
+
+class BigtableSettings(Part):
+    """Where the Wormhole event tables live on Bigtable (or its emulator)."""
+
+    project: str | None = Field(
+        default=None,
+        description="Google Cloud project; on the emulator (BIGTABLE_EMULATOR_HOST set) it "
+        "defaults to 'chainloom'.",
+    )
+    instance: str | None = Field(
+        default=None,
+        description="Bigtable instance; on the emulator it defaults to 'local'.",
+    )
+    table: str = Field(default="wormhole-events", min_length=1, description="The events table.")
+    index_table: str = Field(
+        default="",
+        description="The secondary-index table; empty means the events table's name + '-index'.",
+    )
+    operation_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds of budget per call, including the client's own retries.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _index_table_follows_table(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("index_table"):
+            table = data.get("table", cls.model_fields["table"].default)
+            return {**data, "index_table": f"{table}-index"}
+        return data
+
+
+ConsistencyLevel = Literal[
+    "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"
+]
+"""Cassandra consistency levels accepted for reads and writes."""
+
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]*$")]
+
+
+class CassandraSettings(Part):
+    """A Cassandra cluster and how to write to it (Clio's ``database.cassandra``)."""
+
+    hosts: tuple[str, ...] = Field(
+        default=("127.0.0.1",), min_length=1, description="Contact points (host names or IPs)."
+    )
+    port: int = Field(default=9042, ge=1, le=65535, description="Native-protocol port.")
+    keyspace: Identifier = Field(
+        default="chainloom_ledger",
+        min_length=1,
+        description="Keyspace holding the tables (created if missing): letters, digits, _.",
+    )
+    replication_factor: int = Field(
+        default=3, ge=1, description="SimpleStrategy replication factor if the keyspace is created."
+    )
+    consistency: ConsistencyLevel = Field(
+        default="QUORUM",
+        description="Consistency of every read and write (the range LWT uses SERIAL on top).",
+    )
+    max_concurrent_writes: int = Field(
+        default=512, ge=1, description="Asynchronous writes in flight at most."
+    )
+    table_prefix: Identifier = Field(
+        default="", description="Prefix of every table name (Clio's table_prefix)."
+    )
+    protocol_version: int = Field(
+        default=5, ge=3, description="Native protocol version (Cassandra 4+ speaks 5)."
+    )
+    request_timeout: float = Field(
+        default=10.0, gt=0, description="Seconds before a single request times out (then retried)."
+    )
+    write_retries: int = Field(
+        default=8, ge=0, description="Retries of a timed-out or unavailable write."
+    )
+    write_batch_size: int = Field(
+        default=20, ge=1, description="Statements per UNLOGGED batch (1: each on its own)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upper_case_consistency(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("consistency"), str):
+            return {**data, "consistency": data["consistency"].upper()}
+        return data
+
+
+class BackoffSettings(Part):
+    """An exponential backoff schedule with jitter (see ``chainloom.backoff``)."""
+
+    initial: float = Field(default=1.0, ge=0, description="Seconds of the first wait.")
+    maximum: float = Field(default=3600.0, ge=0, description="Upper bound of any wait, seconds.")
+    multiplier: float = Field(default=2.0, ge=1, description="Growth of the wait per failure.")
+    jitter: float = Field(
+        default=0.5, ge=0, le=1, description="Fraction of each wait that is random (0..1)."
+    )
+
+    @model_validator(mode="after")
+    def _initial_within_maximum(self) -> BackoffSettings:
+        if self.initial > self.maximum:
+            raise ValueError(f"initial ({self.initial}) must not exceed maximum ({self.maximum})")
+        return self
+
+    def schedule(self) -> Backoff:
+        """The schedule as a :class:`chainloom.backoff.Backoff`."""
+        return Backoff(
+            initial=self.initial,
+            maximum=self.maximum,
+            multiplier=self.multiplier,
+            jitter=self.jitter,
+        )
+
+
+class GuardianSetSettings(Part):
+    """Which guardian sets signatures are verified against."""
+
+    source: str = Field(
+        default="mainnet",
+        min_length=1,
+        description="'mainnet' or 'devnet' (the bundled sets), or the path of a guardian-set file.",
+    )
+
+    @model_validator(mode="after")
+    def _preset_or_file(self) -> GuardianSetSettings:
+        if self.source not in ("mainnet", "devnet") and not Path(self.source).is_file():
+            raise ValueError(f"must be mainnet, devnet or an existing file, got {self.source!r}")
+        return self
+
+    def load(self) -> GuardianSets:
+        """The guardian-set registry named by ``source`` (raises the wormhole library's error)."""
+        if self.source == "mainnet":
+            return GuardianSets.mainnet()
+        if self.source == "devnet":
+            return GuardianSets.devnet()
+        return GuardianSets.from_file(self.source)
