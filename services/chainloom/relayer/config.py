@@ -10,7 +10,8 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
     spy_address: 127.0.0.1:7073          # null: no spy, REST only
     spy_buffer: 10000                    # VAAs held between the stream and the intake
     spy_overflow: block                  # when full: block (push back) or drop (and count)
-    rest: {host: 0.0.0.0, port: 4201, max_request_bytes: 65536}
+    rest: {host: 0.0.0.0, port: 4201, max_request_bytes: 65536,
+           header_timeout: 20, body_timeout: 20}   # seconds; see chainloom.relayer.rest
     guardian_sets: mainnet               # mainnet | devnet | path of a guardian-set file
     payload3: false                      # also relay payload-3 transfers (with a payload)
     known_emitters: [mainnet, {chain: 2, address: "0x..."}]
@@ -24,7 +25,8 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
 Environment variables override single fields (values are JSON or plain text, never code):
 ``CHAINLOOM_RELAYER_REDIS_URL``, ``..._SPY_ADDRESS``, ``..._SPY_BUFFER``,
 ``..._SPY_OVERFLOW``, ``..._REST_HOST``, ``..._REST_PORT``,
-``..._MAX_REQUEST_BYTES``, ``..._GUARDIAN_SETS``, ``..._PAYLOAD3``, ``..._KNOWN_EMITTERS``,
+``..._MAX_REQUEST_BYTES``, ``..._REST_HEADER_TIMEOUT``, ``..._REST_BODY_TIMEOUT``,
+``..._GUARDIAN_SETS``, ``..._PAYLOAD3``, ``..._KNOWN_EMITTERS``,
 ``..._TARGET_CHAINS``, ``..._TOKENS``, ``..._KEY_PREFIX``.
 """
 
@@ -73,6 +75,11 @@ class RestConfig:
     """TCP port (the reference's samples used 4201)."""
     max_request_bytes: int = 64 * 1024
     """Largest request body accepted; larger ones get 413."""
+    header_timeout: float = 20.0
+    """Seconds a client has to send a complete request head (from connecting, or from its
+    previous answer on a kept-alive connection); then the connection is closed."""
+    body_timeout: float = 20.0
+    """Seconds a client has to send a whole request body once its head arrived; then 408."""
 
 
 _DEFAULT_REST = RestConfig()
@@ -120,7 +127,8 @@ class RelayerConfig:
         rest_data = data.get("rest") or {}
         if not isinstance(rest_data, Mapping):
             raise ConfigError(f"{source}: field 'rest' must be a mapping")
-        unknown = sorted(set(rest_data) - {"host", "port", "max_request_bytes"})
+        rest_fields = {"host", "port", "max_request_bytes", "header_timeout", "body_timeout"}
+        unknown = sorted(set(rest_data) - rest_fields)
         if unknown:
             raise ConfigError(f"{source}: unknown field(s) rest.{', rest.'.join(unknown)}")
         rest = RestConfig(
@@ -133,6 +141,10 @@ class RelayerConfig:
                 rest_data, "max_request_bytes", default=_DEFAULT_REST.max_request_bytes,
                 source=source, at="rest.", low=1, high=64 * 1024 * 1024,
             ),
+            header_timeout=_seconds(rest_data, "header_timeout", _DEFAULT_REST.header_timeout,
+                                    source, "rest."),
+            body_timeout=_seconds(rest_data, "body_timeout", _DEFAULT_REST.body_timeout,
+                                  source, "rest."),
         )  # fmt: skip
         spy_address = data.get("spy_address")
         if spy_address is not None and (not isinstance(spy_address, str) or ":" not in spy_address):
@@ -252,6 +264,8 @@ _ENV_FIELDS = {
     "REST_HOST": ("rest.host", "text"),
     "REST_PORT": ("rest.port", "int"),
     "MAX_REQUEST_BYTES": ("rest.max_request_bytes", "int"),
+    "REST_HEADER_TIMEOUT": ("rest.header_timeout", "json"),
+    "REST_BODY_TIMEOUT": ("rest.body_timeout", "json"),
 }
 
 
@@ -309,6 +323,15 @@ def _integer(
             f"{source}: field '{at}{name}' must be an integer in {low}..{high}, got {value!r}"
         )
     return value
+
+
+def _seconds(data: Mapping[str, Any], name: str, default: float, source: str, at: str) -> float:
+    value = data.get(name, default)
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= 3600:
+        raise ConfigError(
+            f"{source}: field '{at}{name}' must be a number of seconds in (0, 3600], got {value!r}"
+        )
+    return float(value)
 
 
 def _list(data: Mapping[str, Any], name: str, source: str) -> list[Any]:

@@ -136,7 +136,12 @@ class Listener:
         # In the pool, not awaited: an unreachable Redis must not hold up the REST server.
         self._executor.submit(self._warn_if_volatile)
         if self.rest is not None:
-            self._server = RestServer(self, self.rest)
+            self._server = RestServer(
+                self,
+                self.rest,
+                header_timeout=self.rest.header_timeout,
+                body_timeout=self.rest.body_timeout,
+            )
             self.port = await self._server.start()
         if self.spy is not None:
             self._spy_task = asyncio.create_task(self._consume_spy(self.spy))

@@ -87,6 +87,8 @@ def test_devnet_emitter_preset():
         ({"rest": {"port": "80"}}, "'rest.port' must be an integer"),
         ({"rest": {"tls": True}}, "unknown field(s) rest.tls"),
         ({"rest": {"max_request_bytes": 0}}, "'rest.max_request_bytes'"),
+        ({"rest": {"header_timeout": 0}}, "'rest.header_timeout' must be a number of seconds"),
+        ({"rest": {"body_timeout": "5s"}}, "'rest.body_timeout' must be a number of seconds"),
         ({"spy_address": "no-port"}, "'spy_address' must be host:port"),
         ({"guardian_sets": "/does/not/exist.json"}, "'guardian_sets' must be mainnet, devnet"),
         ({"payload3": "yes"}, "'payload3' must be true or false"),
@@ -222,3 +224,12 @@ def test_an_unquoted_yaml_hex_address_is_explained(tmp_path: Path):
     path.write_text("tokens: [{chain: 2, address: 0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48}]\n")
     with pytest.raises(ConfigError, match=r"tokens\[0\]\.address must be a quoted hex string"):
         RelayerConfig.load(path, {})
+
+
+def test_rest_timeouts_default_to_20_seconds_and_come_from_the_file_or_environment():
+    assert RelayerConfig.from_mapping({}).rest.header_timeout == 20.0
+    assert RelayerConfig.from_mapping({}).rest.body_timeout == 20.0
+    config = RelayerConfig.from_mapping({"rest": {"header_timeout": 5, "body_timeout": 2.5}})
+    assert (config.rest.header_timeout, config.rest.body_timeout) == (5.0, 2.5)
+    environ = {"CHAINLOOM_RELAYER_REST_HEADER_TIMEOUT": "1.5"}
+    assert RelayerConfig.load(None, environ).rest.header_timeout == 1.5
