@@ -264,6 +264,19 @@ def test_a_head_that_never_ends_is_cut_off_by_the_header_timeout(intake: Intake)
                 assert answer.status is None  # closed without an answer
                 assert HEADER_TIMEOUT - 0.1 <= answer.seconds < HEADER_TIMEOUT + SLACK
 
+            # On a kept-alive connection the clock restarts at each answer.
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(head("GET", "/healthz"))
+            first = await reader.readuntil(b'{"status": "ok"}')
+            answered = time.monotonic()
+            writer.write(b"GET /healthz HTTP/1.1\r\n")
+            tail = await asyncio.wait_for(reader.read(), HEADER_TIMEOUT + SLACK)
+            seconds = time.monotonic() - answered
+            writer.close()
+            assert first.startswith(b"HTTP/1.1 200 ")
+            assert tail == b""
+            assert HEADER_TIMEOUT - 0.1 <= seconds < HEADER_TIMEOUT + SLACK
+
     run(scenario)
 
 
