@@ -12,7 +12,8 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
     spy_address: 127.0.0.1:7073          # null: no spy, REST only
     spy_buffer: 10000                    # VAAs held between the stream and the intake
     spy_overflow: block                  # when full: block (push back) or drop (and count)
-    rest: {host: 0.0.0.0, port: 4201, max_request_bytes: 65536}
+    rest: {host: 0.0.0.0, port: 4201, max_request_bytes: 65536,
+           header_timeout: 20, body_timeout: 20}   # seconds; see chainloom.relayer.rest
     guardian_sets: {source: mainnet}     # mainnet | devnet | path of a guardian-set file
     payload3: false                      # also relay payload-3 transfers (with a payload)
     known_emitters: [mainnet, {chain: 2, address: "0x..."}]
@@ -132,6 +133,21 @@ class RestSettings(Part):
         ge=1,
         le=64 * 1024 * 1024,
         description="Largest request body accepted; larger ones get 413.",
+    )
+    header_timeout: float = Field(
+        default=20.0,
+        gt=0,
+        le=3600,
+        description="Seconds a client has to send a complete request head (from connecting, or "
+        "from its previous answer on a kept-alive connection); then the connection is closed. "
+        "Also the idle keep-alive timeout.",
+    )
+    body_timeout: float = Field(
+        default=20.0,
+        gt=0,
+        le=3600,
+        description="Seconds a client has to send a whole request body once its head arrived; "
+        "then 408.",
     )
 
 

@@ -11,6 +11,17 @@ This module is the only place that knows HTTP: the intake (:mod:`chainloom.relay
 answers with an :class:`~chainloom.relayer.intake.Outcome`, :data:`HTTP_STATUS` maps it to a
 code, and :func:`response_body` writes the documented JSON. It serves anything shaped like
 :class:`IntakeService`; :mod:`chainloom.relayer.listener` wires the real one.
+
+The endpoint faces the open network, so hostile HTTP is part of its contract. Wrong methods and
+paths get JSON like every other answer. A client that lies about its body (a Content-Length
+longer than what it sends, a huge chunk size) or trickles it is answered 408 after
+``body_timeout``; one that never finishes its head (slowloris) is disconnected after
+``header_timeout`` - aiohttp's keep-alive timer, which it arms when a connection opens and
+which closes a connection still waiting for a complete head. Requests aiohttp's parser refuses
+(bad Content-Length, Content-Length with chunked, oversized header lines, bad request lines)
+are answered 400 by aiohttp itself, in plain text: it builds that answer before any route or
+middleware runs and has no public hook to change it. What this module can change is the log:
+aiohttp logs each of them with a traceback, and the logger handed to it turns that into one line.
 """
 
 from __future__ import annotations
@@ -19,10 +30,11 @@ import asyncio
 import json
 import logging
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
+from aiohttp.http import HttpProcessingError
 
 from chainloom.relayer.intake import IntakeResult, Outcome
 from chainloom.relayer.validation import decode_text
@@ -32,6 +44,10 @@ if TYPE_CHECKING:
     from chainloom.relayer.config import RestSettings
 
 log = logging.getLogger(__name__)
+http_log = logging.getLogger(f"{__name__}.http")
+"""The logger handed to aiohttp's server: its records of refused requests become one line."""
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 ROUTES = ["POST /v1/relay", "GET /relayvaa/<vaaInBase64>", "GET /healthz", "GET /readyz",
           "GET /v1/stats", "GET /metrics"]  # fmt: skip
@@ -47,6 +63,15 @@ HTTP_STATUS: Mapping[Outcome, int] = {
 
 TOO_LARGE = 413
 """The code for a request over ``rest.max_request_bytes`` (decided here, before the intake)."""
+
+ERROR_STATUS: Mapping[int, str] = {
+    400: "malformed",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "timeout",
+    413: "too_large",
+}
+"""The ``status`` word of each error code the endpoint answers; any other is ``error``."""
 
 
 class IntakeService(Protocol):
@@ -89,26 +114,102 @@ def _too_large(reason: str) -> web.Response:
     return web.json_response({"status": "too_large", "reason": reason}, status=TOO_LARGE)
 
 
-def build_app(listener: IntakeService, config: RestSettings) -> web.Application:
-    """The aiohttp application serving ``listener``."""
-    limit = config.max_request_bytes
-    # aiohttp refuses larger bodies itself; our handler answers first with a JSON 413.
-    app = web.Application(client_max_size=limit + 1)
+def _refuse(request: web.BaseRequest, status: int, reason: str) -> web.Response:
+    """A JSON error answer, logged in one line (the path as sent: no decoded line breaks)."""
+    http_log.info(
+        "listener: answered %d to %s %s from %s: %s",
+        status, request.method, _shown_path(request), request.remote, reason,
+    )  # fmt: skip
+    return web.json_response(
+        {"status": ERROR_STATUS.get(status, "error"), "reason": reason}, status=status
+    )
 
-    async def relay(request: web.Request) -> web.Response:
+
+def _shown_path(request: web.BaseRequest) -> str:
+    path = request.raw_path
+    return path if len(path) <= 200 else path[:200] + "..."
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """aiohttp's own errors (no such route, wrong method) as the documented JSON."""
+    try:
+        return await handler(request)
+    except web.HTTPException as error:
+        if error.status < 400:
+            raise
+        if isinstance(error, web.HTTPMethodNotAllowed):
+            allowed = ", ".join(sorted(error.allowed_methods))
+            path = _shown_path(request)
+            reason = f"{request.method} is not allowed on {path} (allowed: {allowed})"
+            answer = _refuse(request, error.status, reason)
+            answer.headers["Allow"] = error.headers["Allow"]
+            return answer
+        if isinstance(error, web.HTTPNotFound):
+            reason = f"no route {request.method} {_shown_path(request)} (GET / lists the routes)"
+            return _refuse(request, error.status, reason)
+        return _refuse(request, error.status, error.reason)
+
+
+def _bad_request_in_one_line(record: logging.LogRecord) -> bool:
+    """Rewrite aiohttp's record of a request its parser refused: one INFO line, no traceback.
+
+    aiohttp logs these at ERROR with the parser's traceback (at DEBUG for a first request that
+    is not HTTP at all, e.g. TLS on the plain port). The peer is in its message; the parser's
+    reason spans lines (the offending bytes and a caret under them) and is folded into one.
+    """
+    error = record.exc_info[1] if record.exc_info else None
+    if isinstance(error, HttpProcessingError):
+        what = record.getMessage()
+        reason = " ".join(line.strip() for line in error.message.splitlines() if line.strip(" ^"))
+        record.msg = "listener: bad HTTP request, answered 400 (%s): %s"
+        record.args = (what[:1].lower() + what[1:], reason)
+        record.exc_info = None
+        record.exc_text = None
+        if record.levelno > logging.INFO:
+            record.levelno, record.levelname = logging.INFO, "INFO"
+    return True
+
+
+http_log.addFilter(_bad_request_in_one_line)
+
+
+def build_app(listener: IntakeService, config: RestSettings) -> web.Application:
+    """The aiohttp application serving ``listener``.
+
+    ``config.body_timeout``: seconds a request body may take to arrive once its head did; then
+    408.
+    """
+    limit = config.max_request_bytes
+    body_timeout = config.body_timeout
+    # aiohttp refuses larger bodies itself; our handler answers first with a JSON 413.
+    app = web.Application(client_max_size=limit + 1, middlewares=[_json_errors])
+
+    async def read_body(request: web.Request) -> bytes | web.Response:
+        """The whole request body, or the answer refusing it (413, 408 or 400)."""
         if request.content_length is not None and request.content_length > limit:
             return _too_large(f"request body exceeds {limit} bytes")
         parts: list[bytes] = []
         size = 0
         try:
-            while chunk := await request.content.read(65536):
-                size += len(chunk)
-                if size > limit:
-                    return _too_large(f"request body exceeds {limit} bytes")
-                parts.append(chunk)
-        except (ConnectionError, asyncio.IncompleteReadError):
+            async with asyncio.timeout(body_timeout):
+                while chunk := await request.content.read(65536):
+                    size += len(chunk)
+                    if size > limit:
+                        return _too_large(f"request body exceeds {limit} bytes")
+                    parts.append(chunk)
+        except TimeoutError:
+            answer = _refuse(request, 408, f"request body not received within {body_timeout:g} s")
+            answer.force_close()
+            return answer
+        except (ConnectionError, asyncio.IncompleteReadError, web.RequestPayloadError):
             return _malformed("incomplete request body")
-        body = b"".join(parts)
+        return b"".join(parts)
+
+    async def relay(request: web.Request) -> web.Response:
+        body = await read_body(request)
+        if isinstance(body, web.Response):
+            return body
         try:
             document = json.loads(body)
         except (ValueError, UnicodeDecodeError):
@@ -161,12 +262,27 @@ def build_app(listener: IntakeService, config: RestSettings) -> web.Application:
 
 
 class RestServer:
-    """The REST endpoint bound to its address: start it, learn its port, stop it."""
+    """The REST endpoint bound to its address: start it, learn its port, stop it.
+
+    ``config.header_timeout`` (seconds, default 20) bounds how long a client may take to send a
+    complete request head, counted from when it connects or from its previous answer on a
+    kept-alive connection; then the connection is closed without an answer. It is aiohttp's
+    keep-alive timeout, so it is also how long an idle kept-alive connection stays open.
+    ``config.body_timeout`` (seconds, default 20) bounds how long a ``POST /v1/relay`` body may take
+    once its head arrived (408), and how long the server keeps reading and discarding a body it
+    did not need before it closes the connection.
+    """
 
     def __init__(self, listener: IntakeService, config: RestSettings) -> None:
         self.config = config
         self.port = 0
-        self._runner = web.AppRunner(build_app(listener, config), access_log=None)
+        self._runner = web.AppRunner(
+            build_app(listener, config),
+            access_log=None,
+            logger=http_log,
+            keepalive_timeout=config.header_timeout,
+            lingering_time=config.body_timeout,
+        )
 
     async def start(self) -> int:
         """Bind and serve; returns the port (the chosen one when ``rest.port`` is 0)."""

@@ -101,6 +101,8 @@ def test_devnet_emitter_preset():
         ({"payload3": "maybe"}, "payload3: Input should be a valid boolean"),
         ({"spy_overflow": "queue"}, "spy_overflow: Input should be 'block' or 'drop'"),
         ({"spy_buffer": 0}, "spy_buffer: Input should be greater than or equal to 1"),
+        ({"rest": {"header_timeout": 0}}, "rest.header_timeout: Input should be greater than 0"),
+        ({"rest": {"body_timeout": "5s"}}, "rest.body_timeout: Input should be a valid number"),
         (
             {"target_chains": ["atlantis"]},
             "target_chains[0]: Value error, unknown chain 'atlantis'",
@@ -205,3 +207,12 @@ def test_an_unquoted_yaml_hex_address_is_explained(tmp_path: Path):
     path.write_text("tokens: [{chain: 2, address: 0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48}]\n")
     with pytest.raises(SettingsError, match=r"tokens\[0\]\.address: .*must be a quoted hex string"):
         load_settings(RelayerSettings, config_file=path)
+
+
+def test_rest_timeouts_default_to_20_seconds_and_come_from_the_file_or_environment(monkeypatch):
+    assert RelayerSettings().rest.header_timeout == 20.0
+    assert RelayerSettings().rest.body_timeout == 20.0
+    config = RelayerSettings.model_validate({"rest": {"header_timeout": 5, "body_timeout": 2.5}})
+    assert (config.rest.header_timeout, config.rest.body_timeout) == (5.0, 2.5)
+    monkeypatch.setenv("CHAINLOOM_REST__HEADER_TIMEOUT", "1.5")
+    assert load_settings(RelayerSettings).rest.header_timeout == 1.5
