@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from chainloom.relayer.intake import IntakeResult, Outcome
-from chainloom.relayer.rest import HTTP_STATUS, TOO_LARGE, response_body
+from chainloom.relayer.rest import ERROR_STATUS, HTTP_STATUS, response_body
 from chainloom.relayer.validation import Rule
 from tests.conftest import REPO_ROOT
 
@@ -18,7 +18,8 @@ def test_every_outcome_has_the_code_the_api_document_gives_it():
     }
     mapped = {outcome.value: code for outcome, code in HTTP_STATUS.items()}
     assert set(HTTP_STATUS) == set(Outcome)
-    assert documented == mapped | {"too_large": TOO_LARGE}
+    errors = {word: code for code, word in ERROR_STATUS.items()}
+    assert documented == mapped | errors
 
 
 def test_a_body_holds_the_status_word_and_only_the_fields_that_are_known():
