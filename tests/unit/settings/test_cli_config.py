@@ -53,6 +53,7 @@ def test_show_applies_the_layers(tmp_path):
     shown = yaml.safe_load(result.stdout)
     assert shown["rest"] == {
         "enabled": True, "host": "0.0.0.0", "port": 5000, "max_request_bytes": 65536,
+        "header_timeout": 20.0, "body_timeout": 20.0,
     }  # fmt: skip
 
 
