@@ -149,7 +149,8 @@ def up(
                 continue
             component = BY_NAME[name]
             deps = {dep: state[dep] for dep in component.requires}
-            state[name] = component.start(run_dir(), deps, progress)
+            # ``current`` is a dead record (a crash): restart on its port, with its data.
+            state[name] = component.start(run_dir(), deps, progress, current)
             _save_state(state)
     state = load_state()
     return {name: state[name] for name in order}
