@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chainloom.stack import manager
+from chainloom.stack.components.redis import FSYNC_POLICIES, FSYNC_VARIABLE
 from chainloom.stack.errors import StackError
 
 _console = Console(stderr=True)
@@ -59,8 +61,23 @@ def stack() -> None:
     "(redis, bigtable, cassandra, kubernetes, full, etcd, kube-apiserver, ...).",
 )
 @click.option("--full", is_flag=True, help="Add kube-controller-manager, kube-scheduler and KWOK.")
-def up(only: str | None, full: bool) -> None:
-    """Install what is missing, start what is not running, and wait until healthy."""
+@click.option(
+    "--redis-fsync",
+    type=click.Choice(FSYNC_POLICIES),
+    envvar=FSYNC_VARIABLE,
+    help="When Redis fsyncs its append-only file: everysec (default; a machine crash can lose "
+    "about the last second of writes) or always (before every answer). Applies when Redis "
+    f"starts; a restart keeps the last policy. Env: {FSYNC_VARIABLE}.",
+)
+def up(only: str | None, full: bool, redis_fsync: str | None) -> None:
+    """Install what is missing, start what is not running, and wait until healthy.
+
+    A component whose process died is restarted on the port it had (if that port is free), so
+    clients configured with its address reconnect; Redis also finds its data again.
+    """
+    if redis_fsync:
+        # The Redis component reads its policy from the environment, like its port.
+        os.environ[FSYNC_VARIABLE] = redis_fsync
     try:
         with _ConsoleProgress() as progress:
             started = manager.up(_names(only), full=full, progress=progress)

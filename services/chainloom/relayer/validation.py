@@ -15,6 +15,7 @@ Rule order (the first failing rule decides):
 ``signatures``        signed with quorum by the guardian set it names
 ``known_emitter``     the emitter is a configured token bridge
 ``payload_type``      a token-bridge transfer (payload 1; payload 3 if enabled)
+``amount``            the amount is not 0 and the fee does not exceed it
 ``target_chain``      the transfer's target chain is supported
 ``origin_asset``      the transfer's origin asset is on the allowlist
 ``fee``               the fee is at least the token's configured minimum
@@ -60,6 +61,8 @@ class Rule(enum.Enum):
     """The emitter is a configured token bridge."""
     PAYLOAD_TYPE = "payload_type"
     """A token-bridge transfer: payload 1, or payload 3 when enabled."""
+    AMOUNT = "amount"
+    """The amount is not 0 and the fee does not exceed it (the token bridge refuses both)."""
     TARGET_CHAIN = "target_chain"
     """The target chain is one this relayer redeems on."""
     ORIGIN_ASSET = "origin_asset"
@@ -77,6 +80,7 @@ PURE_RULES = (
     Rule.SIGNATURES,
     Rule.KNOWN_EMITTER,
     Rule.PAYLOAD_TYPE,
+    Rule.AMOUNT,
     Rule.TARGET_CHAIN,
     Rule.ORIGIN_ASSET,
     Rule.FEE,
@@ -225,6 +229,7 @@ class Validator:
         if isinstance(transfer, str):
             return Rejection(Rule.PAYLOAD_TYPE, transfer, vaa)
         for rule, transfer_test in (
+            (Rule.AMOUNT, self._amount),
             (Rule.TARGET_CHAIN, self._target_chain),
             (Rule.ORIGIN_ASSET, self._origin_asset),
             (Rule.FEE, self._fee),
@@ -273,6 +278,17 @@ class Validator:
         if not isinstance(payload, TokenTransfer | TokenTransferWithPayload):
             return f"payload {payload_id} is not a token-bridge transfer ({wanted})"
         return payload
+
+    def _amount(self, transfer: Transfer) -> str | None:
+        # The token bridge sends neither (Bridge.sol requires a non-zero amount and
+        # fee <= amount), so such a VAA is forged or broken: queuing it would only spend a
+        # worker's attempts, and gas, on a redemption that pays nothing or fails.
+        if transfer.amount == 0:
+            return "amount is 0: the token bridge does not transfer nothing"
+        fee = transfer.fee if isinstance(transfer, TokenTransfer) else 0
+        if fee > transfer.amount:
+            return f"fee {fee} exceeds the amount {transfer.amount}"
+        return None
 
     def _target_chain(self, transfer: Transfer) -> str | None:
         if transfer.to_chain in self.policy.target_chains:

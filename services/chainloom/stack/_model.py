@@ -52,8 +52,20 @@ class Component(Protocol):
     def install(self, progress: Progress) -> None:
         """Fetch or build whatever is missing into the cache (idempotent)."""
 
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
-        """Start the component, wait until it is healthy and describe it."""
+    def start(
+        self,
+        run_dir: Path,
+        deps: dict[str, Running],
+        progress: Progress,
+        previous: Running | None,
+    ) -> Running:
+        """Start the component, wait until it is healthy and describe it.
+
+        ``previous`` is what this run directory recorded for the component before, when its
+        process has died (a crash, a SIGKILL): the restarted server takes the same port (see
+        :func:`chainloom.stack._process.choose_port`), so clients configured with the old
+        address reconnect, and a component that keeps data (Redis) finds it again.
+        """
 
     def check(self, running: Running) -> str:
         """Prove the running component works (a real round trip); return its version."""

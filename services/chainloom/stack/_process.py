@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from chainloom.stack._model import Running
 from chainloom.stack.errors import PortConflictError, StartError
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -29,15 +30,32 @@ def free_port() -> int:
         return port
 
 
-def port_from_env(component: str, variable: str) -> int:
-    """The port named by ``variable`` if set (it must be free), else a free one."""
-    configured = os.environ.get(variable)
-    if not configured:
-        return free_port()
-    port = int(configured)
-    if port_open("127.0.0.1", port):
-        raise PortConflictError(component, port)
-    return port
+def choose_port(component: str, previous: Running | None, variable: str | None = None) -> int:
+    """The port a component's server listens on.
+
+    In order: the port ``$variable`` names (it must be free: a taken port that was asked for
+    is a conflict); the port this run directory recorded for the component before
+    (``previous``, a server that crashed or was killed) if nothing listens there now, so that a
+    restarted server keeps the address its clients were configured with; else a free one.
+    """
+    configured = os.environ.get(variable) if variable else None
+    if configured:
+        port = int(configured)
+        if port_open("127.0.0.1", port):
+            raise PortConflictError(component, port)
+        return port
+    recorded = recorded_port(previous)
+    if recorded is not None and not port_open("127.0.0.1", recorded):
+        return recorded
+    return free_port()
+
+
+def recorded_port(previous: Running | None) -> int | None:
+    """The port of a recorded ``host:port`` address (None for tools, whose address is a path)."""
+    if previous is None:
+        return None
+    _, _, port = previous.address.rpartition(":")
+    return int(port) if port.isdigit() else None
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:

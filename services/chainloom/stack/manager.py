@@ -3,7 +3,9 @@
 The manager knows the components and their order; it keeps ``state.json`` in the run directory
 (one entry per running component: pid, address, version, log, client environment) so that
 ``status``, ``env`` and ``down`` work from any later process, and test fixtures can reuse a stack
-a developer already started.
+a developer already started. A component whose process died keeps its entry until ``up``
+restarts it, and the restart is handed that entry: clients were configured with its address, so
+it comes back on the same port (and Redis with the same data directory).
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def up(
                 continue
             component = BY_NAME[name]
             deps = {dep: state[dep] for dep in component.requires}
-            state[name] = component.start(run_dir(), deps, progress)
+            # ``current`` is a dead record (a crash): restart on its port, with its data.
+            state[name] = component.start(run_dir(), deps, progress, current)
             _save_state(state)
     state = load_state()
     return {name: state[name] for name in order}

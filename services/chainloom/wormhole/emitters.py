@@ -1,6 +1,10 @@
 """Known token bridge and NFT bridge emitters (wormhole-foundation/wormhole
 ``sdk/mainnet_consts.go``).
 
+The mainnet tables ship as data (``data/mainnet_emitters.json``, one entry per line, copied
+from the Wormhole SDK's ``sdk/mainnet_consts.go`` at the commit the file names) so that adding a
+chain is a one-line change a reviewer can hold against the source.
+
 Classifying a payload needs the (chain, emitter) pair: the same address is the Polygon token
 bridge and the BSC NFT bridge. The relayer also uses these tables to refuse transfers from
 emitters it does not trust. Tests and the demo sign with the development kit, so the dev
@@ -10,9 +14,12 @@ emitters (the Tilt devnet addresses) are kept apart: a configuration opts into t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
+from typing import Any
 
 __all__ = [
     "DEVNET_NFT_BRIDGE_EMITTERS",
@@ -38,25 +45,26 @@ def _evm(address20_hex: str) -> bytes:
     return bytes(12) + bytes.fromhex(address20_hex)
 
 
-# sdk/mainnet_consts.go knownTokenbridgeEmitters; Terra from event_database's list.
-TOKEN_BRIDGE_EMITTERS: dict[int, bytes] = {
-    1: bytes.fromhex("ec7372995d5cc8732397fb0ad35c0121e0eaa90d26f828a534cab54391b3a4f5"),
-    2: _evm("3ee18b2214aff97000d974cf647e7c347e8fa585"),
-    3: _evm("7cf7b764e38a0a5e967972c1df77d432510564e2"),
-    4: _evm("b6f6d86a8f9879a9c87f643768d9efc38c1da6e7"),
-    5: _evm("5a58505a96d1dbf8df91cb21b54419fc36e93fde"),
-    6: _evm("0e082f06ff657d94310cb8ce8b0d9a04541d8052"),
-    22: bytes(31) + b"\x01",
-}
-"""Mainnet token bridge emitter per chain."""
+_MAINNET: dict[str, Any] = json.loads(
+    resources.files("chainloom.wormhole").joinpath("data", "mainnet_emitters.json").read_text()
+)
 
-# sdk/mainnet_consts.go knownNFTBridgeEmitters.
-NFT_BRIDGE_EMITTERS: dict[int, bytes] = {
-    1: bytes.fromhex("0def15a24423e1edd1a5ab16f557b9060303ddbab8c803d2ee48f4b78a1cfd6b"),
-    2: _evm("6ffd7ede62328b3af38fcd61461bbfc52f5651fe"),
-    4: _evm("5a58505a96d1dbf8df91cb21b54419fc36e93fde"),
-}
-"""Mainnet NFT bridge emitter per chain."""
+
+def _mainnet_table(*sections: str) -> dict[int, bytes]:
+    return {
+        int(entry["chain"]): bytes.fromhex(entry["emitter"])
+        for section in sections
+        for entry in _MAINNET[section]
+    }
+
+
+# data/mainnet_emitters.json: the complete knownTokenbridgeEmitters and knownNFTBridgeEmitters
+# of wormhole-foundation/wormhole sdk/mainnet_consts.go (the commit is named in the file), plus
+# Terra classic's token bridge, which the SDK dropped but historical VAAs still carry.
+TOKEN_BRIDGE_EMITTERS: dict[int, bytes] = _mainnet_table("token_bridge", "historical_token_bridge")
+"""Mainnet token bridge emitter per chain (32-byte Wormhole form)."""
+NFT_BRIDGE_EMITTERS: dict[int, bytes] = _mainnet_table("nft_bridge")
+"""Mainnet NFT bridge emitter per chain (32-byte Wormhole form)."""
 
 DEV_TOKEN_BRIDGE_EMITTER = _evm("0290fb167208af455bb137780163b7b7a9a10c16")
 """The Tilt devnet token bridge on its EVM chains; the dev kit emits transfers from it."""

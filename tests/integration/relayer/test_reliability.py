@@ -14,16 +14,27 @@ it, so "never submitted twice" is observed on the chain, not inferred from the r
 Injected behaviour (deterministic rules): sequence % 97 == 0 always fails (must end in Failed),
 ~5 % of transfers fail their first attempt, sequence % 50 == 1 has its first submission rolled
 back, ~2 % were redeemed by "another relayer" before we saw them.
+
+The second test kills Redis itself (SIGKILL, then ``chainloom stack``'s restart on the same port
+with the same append-only file), in a private run directory, while REST clients send 1,200
+transfers and the workers redeem them; with ``appendfsync always`` nothing answered 202 may be
+lost or redeemed twice, with ``everysec`` the loss is measured and must stay within what the
+policy allows. The simulated chains live in the same Redis, so they are exactly as durable.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -346,3 +357,265 @@ def _with(rules: SimChainRules, scooped: tuple[str, ...]) -> SimChainRules:
     from dataclasses import replace
 
     return replace(rules, pre_redeemed=scooped)
+
+
+# --------------------------------------------------------------------------------------------
+# Redis itself killed: what a 202 is worth under each fsync policy (docs/relayer.md, Durability)
+
+OUTAGE_TRANSFERS = 1_200
+OUTAGE_SEND_RATE = 200
+"""Transfers/s offered to the REST endpoint: about 6 s of intake."""
+OUTAGE_SENDERS = 4
+OUTAGE_DEADLINE = 45.0
+OUTAGE_KILLS_DURING_INTAKE = 3
+OUTAGE_WORKER_KILLS = 4
+EVERYSEC_WINDOW = 2.0
+"""Seconds of acknowledged writes a SIGKILL can cost under ``everysec``: Redis writes the AOF
+before it answers, except while an fsync is late, when it answers first for up to 2 s."""
+
+
+@dataclass
+class PrivateRedis:
+    """A Redis of the stack code in a private run directory, killed and restarted on purpose."""
+
+    policy: str
+    address: str = ""
+    pid: int = 0
+    kills: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.address}/0"
+
+    def start(self) -> None:
+        from chainloom.stack import manager
+
+        running = manager.up(["redis"])["redis"]
+        assert running.extra["appendfsync"] == self.policy
+        if self.address:  # a restart: same port, same data directory
+            assert running.address == self.address, "Redis came back on another port"
+        self.address, self.pid = running.address, running.pid
+
+    def kill(self) -> None:
+        from chainloom.stack import _process
+
+        os.kill(self.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _process.alive(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.kills += 1
+
+    def stop(self) -> None:
+        from chainloom.stack import manager
+
+        manager.down(["redis"])
+
+
+@pytest.fixture(params=["always", "everysec"])
+def private_redis(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[PrivateRedis]:
+    from chainloom.stack._paths import run_dir
+
+    run = tmp_path / "stack-run"
+    monkeypatch.setenv("CHAINLOOM_RUN", str(run))  # never the session's stack
+    monkeypatch.setenv("CHAINLOOM_REDIS_FSYNC", request.param)
+    monkeypatch.delenv("CHAINLOOM_REDIS_PORT", raising=False)
+    server = PrivateRedis(request.param)
+    server.start()
+    try:
+        yield server
+    finally:
+        assert run_dir() == run
+        server.stop()
+
+
+@dataclass
+class Sender:
+    """Clients of ``POST /v1/relay`` that retry 503s and dropped connections, as documented."""
+
+    base: str
+    acked: set[str] = field(default_factory=set)
+    """Digests answered 202: the listener's promise that the transfer is queued."""
+    answers: dict[int, int] = field(default_factory=dict)
+    retries: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def send(self, vaas: list[VAA], start_at: float, interval: float) -> None:
+        for index, vaa in enumerate(vaas):
+            time.sleep(max(0.0, start_at + index * interval - time.monotonic()))
+            body = json.dumps({"vaa": vaa.to_bytes().hex()}).encode()
+            while True:
+                status = self._post(body)
+                with self.lock:
+                    self.answers[status] = self.answers.get(status, 0) + 1
+                    if status == 202:
+                        self.acked.add(vaa.digest_hex)
+                    if status in (200, 202):
+                        break
+                    assert status in (0, 503), f"unexpected answer {status}"
+                    self.retries += 1
+                time.sleep(0.05)
+
+    def _post(self, body: bytes) -> int:
+        request = urllib.request.Request(
+            f"{self.base}/v1/relay", data=body, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            return int(error.code)
+        except OSError:
+            return 0  # connection refused or dropped: unknown outcome, send again
+
+
+def _rest_listener(directory: Path, redis_url: str) -> tuple[subprocess.Popen[bytes], str]:
+    sets = directory / "guardian-sets.json"
+    sets.write_text(json.dumps(GUARDIANS.sets().to_json()))
+    config = directory / "relayer.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "redis_url": redis_url,
+                "guardian_sets": str(sets),
+                "known_emitters": [
+                    {"chain": EMITTER_CHAIN, "address": GUARDIANS.token_bridge_emitter.hex()}
+                ],
+                "target_chains": list(CHAINS),
+                "tokens": [{"chain": "*", "address": "*", "min_fee": 0}],
+            }
+        )
+    )
+    log = directory / "listener.log"
+    with log.open("wb") as out:
+        listener = subprocess.Popen(
+            [*CHAINLOOM, "relayer", "listen", "--config", str(config), "--no-spy",
+             "--rest-host", "127.0.0.1", "--rest-port", "0"],
+            stderr=out,
+        )  # fmt: skip
+    return listener, "http://" + _first_line(log, listener).split()[-1]
+
+
+@pytest.fixture(scope="module")
+def transfers() -> list[VAA]:
+    """OUTAGE_TRANSFERS signed transfers, alternating between the two target chains."""
+    return [
+        transfer_vaa(sequence=s, target_chain=CHAINS[s % 2], emitter_chain=EMITTER_CHAIN)
+        for s in range(OUTAGE_TRANSFERS)
+    ]
+
+
+def test_a_202_survives_redis_being_killed_during_intake_and_work(
+    private_redis: PrivateRedis, transfers: list[VAA], tmp_path: Path
+) -> None:
+    server = private_redis
+    vaas = transfers
+    client = redis.Redis.from_url(server.url)
+    for chain in CHAINS:
+        RedisLedgerAdapter.install(client, chain, SimChainRules(confirm_after=0.05))
+    client.close()
+
+    rng = random.Random(11)
+    fleet = Fleet(server.url, tmp_path)
+    slots = range(len(CHAINS) * WALLETS_PER_CHAIN)
+    for slot in slots:
+        fleet.start(slot)
+    listener, base = _rest_listener(tmp_path, server.url)
+    sender = Sender(base)
+    share = OUTAGE_TRANSFERS // OUTAGE_SENDERS
+    start_at = time.monotonic() + 0.5
+    threads = [
+        threading.Thread(
+            target=sender.send,
+            args=(vaas[i * share : (i + 1) * share], start_at, OUTAGE_SENDERS / OUTAGE_SEND_RATE),
+            daemon=True,
+        )
+        for i in range(OUTAGE_SENDERS)
+    ]
+    for thread in threads:
+        thread.start()
+    intake_seconds = OUTAGE_TRANSFERS / OUTAGE_SEND_RATE
+
+    def outage() -> None:
+        server.kill()
+        time.sleep(rng.uniform(0.1, 0.5))
+        server.start()
+
+    def work_left() -> bool:
+        tables = RelayTables(redis.Redis.from_url(server.url))
+        try:
+            depths = tables.depths()
+        finally:
+            tables.client.close()
+        live = (Table.INCOMING, Table.IN_WORK, Table.PENDING_CONFIRMATION)
+        return any(sum(depths[t].values()) for t in live)
+
+    started = time.monotonic()
+    redis_kills_in_work = 0
+    try:
+        # Intake: Redis dies every ~2 s while the senders run; a worker dies in between.
+        for _ in range(OUTAGE_KILLS_DURING_INTAKE):
+            time.sleep(intake_seconds / (OUTAGE_KILLS_DURING_INTAKE + 1))
+            outage()
+            slot = rng.choice(list(slots))
+            fleet.kill(slot)
+            fleet.start(slot)
+        for thread in threads:
+            thread.join(timeout=OUTAGE_DEADLINE)
+        # Work: once more while requests are in the tables, then let the workers drain them.
+        if work_left():
+            outage()
+            redis_kills_in_work += 1
+        while fleet.kills < OUTAGE_WORKER_KILLS and work_left():
+            slot = rng.choice(list(slots))
+            fleet.kill(slot)
+            fleet.start(slot)
+            time.sleep(0.3)
+        while work_left() and time.monotonic() - started < OUTAGE_DEADLINE:
+            fleet.check()
+            time.sleep(0.2)
+        elapsed = time.monotonic() - started
+        assert not work_left(), f"work left after {OUTAGE_DEADLINE}s"
+    finally:
+        listener.send_signal(signal.SIGTERM)
+        listener.wait(timeout=15)
+        fleet.stop_all()
+
+    # --- audit: every acknowledged transfer redeemed once, on the simulated chain -------------
+    client = redis.Redis.from_url(server.url)
+    failed = {r.digest for r in RelayTables(client).failed(limit=OUTAGE_TRANSFERS)}
+    redeemed: dict[str, str] = {}
+    double = 0
+    for chain in CHAINS:
+        ledger = RedisLedgerAdapter(client, chain)
+        redeemed.update(ledger.redeemed())
+        rolled_back = ledger.rolled_back()
+        live = [
+            s.digest for s in ledger.submissions().values() if s.submission_id not in rolled_back
+        ]
+        double += ledger.duplicate_attempts() + len(live) - len(set(live))
+    client.close()
+    lost = sender.acked - set(redeemed) - failed
+    assert not any(thread.is_alive() for thread in threads)
+    figures = (
+        f"\nappendfsync {server.policy}: {OUTAGE_TRANSFERS} transfers, {len(sender.acked)} "
+        f"answered 202 ({sender.retries} retries after 503 or a dropped connection), "
+        f"{server.kills} Redis SIGKILLs ({server.kills - redis_kills_in_work} during intake, "
+        f"{redis_kills_in_work} during work), {fleet.kills} worker SIGKILLs: {len(lost)} lost, "
+        f"{double} redeemed twice, {len(failed)} failed, in {elapsed:.1f}s"
+    )
+    print(figures)
+    assert server.kills >= OUTAGE_KILLS_DURING_INTAKE
+    assert fleet.kills >= OUTAGE_KILLS_DURING_INTAKE
+    assert sender.answers.get(503, 0) + sender.answers.get(0, 0) > 0, "no outage was seen"
+    assert len(sender.acked) > OUTAGE_TRANSFERS * 0.9
+    assert not failed, figures
+    if server.policy == "always":
+        assert (len(lost), double) == (0, 0), figures
+    else:
+        # A SIGKILL under everysec can cost what Redis acknowledged while its write was held
+        # back behind a late fsync: at most EVERYSEC_WINDOW seconds of intake per kill.
+        bound = int(server.kills * EVERYSEC_WINDOW * OUTAGE_SEND_RATE)
+        assert len(lost) <= bound, figures
+        assert double <= bound, figures

@@ -182,7 +182,7 @@ def test_an_origin_asset_off_the_allowlist_is_refused():
     ("fee", "accepted"), [(MIN_FEE - 1, False), (MIN_FEE, True), (10**30, True)]
 )
 def test_the_fee_must_reach_the_tokens_minimum(fee, accepted):
-    result = validator().check(signed_transfer(1, fee=fee).to_bytes())
+    result = validator().check(signed_transfer(1, fee=fee, amount=10**30).to_bytes())
     assert isinstance(result, Accepted) is accepted
     if not accepted:
         assert rejected(result).rule is Rule.FEE
@@ -190,6 +190,36 @@ def test_the_fee_must_reach_the_tokens_minimum(fee, accepted):
             f"fee {fee} is below the minimum {MIN_FEE} for origin asset {TOKEN.hex()} "
             "on chain 2 (ethereum)"
         )
+
+
+@pytest.mark.parametrize(
+    ("amount", "fee", "reason"),
+    [
+        (0, 0, "amount is 0: the token bridge does not transfer nothing"),
+        (0, MIN_FEE, "amount is 0: the token bridge does not transfer nothing"),
+        (MIN_FEE, MIN_FEE + 1, f"fee {MIN_FEE + 1} exceeds the amount {MIN_FEE}"),
+        (1, 2**256 - 1, f"fee {2**256 - 1} exceeds the amount 1"),
+    ],
+)
+def test_a_transfer_of_nothing_or_with_a_fee_above_its_amount_is_refused(amount, fee, reason):
+    check = validator()
+    result = rejected(check.check(signed_transfer(1, amount=amount, fee=fee).to_bytes()))
+    assert (result.rule, result.reason) == (Rule.AMOUNT, reason)
+    counts = check.counters.snapshot()
+    assert counts["amount"] == {"passed": 0, "rejected": 1}
+    assert counts["payload_type"] == {"passed": 1, "rejected": 0}
+    assert counts["target_chain"] == {"passed": 0, "rejected": 0}
+
+
+def test_a_fee_equal_to_the_amount_is_accepted():
+    result = validator().check(signed_transfer(1, amount=MIN_FEE, fee=MIN_FEE).to_bytes())
+    assert isinstance(result, Accepted)
+
+
+def test_a_payload3_transfer_of_nothing_is_refused():
+    check = validator(dev_policy(allow_payload3=True))
+    result = rejected(check.check(signed_transfer(1, payload_id=3, amount=0).to_bytes()))
+    assert result.rule is Rule.AMOUNT
 
 
 def test_every_copy_of_a_vaa_is_judged_alike_and_the_cache_makes_repeats_cheap():

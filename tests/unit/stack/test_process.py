@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from chainloom.stack import _process
+from chainloom.stack._model import Running
 from chainloom.stack.errors import PortConflictError, StartError
 
 
@@ -39,4 +40,34 @@ def test_requested_port_in_use_is_a_conflict(monkeypatch: pytest.MonkeyPatch) ->
         port = listener.getsockname()[1]
         monkeypatch.setenv("CHAINLOOM_TEST_PORT", str(port))
         with pytest.raises(PortConflictError, match=str(port)):
-            _process.port_from_env("thing", "CHAINLOOM_TEST_PORT")
+            _process.choose_port("thing", None, "CHAINLOOM_TEST_PORT")
+
+
+def _recorded(port: int) -> Running:
+    return Running("thing", "1.0", f"127.0.0.1:{port}", 4242, "thing.log")
+
+
+def test_a_restarted_server_gets_the_port_it_had_when_that_port_is_free() -> None:
+    port = _process.free_port()
+    assert _process.choose_port("thing", _recorded(port)) == port
+
+
+def test_a_recorded_port_someone_else_took_is_replaced_by_a_free_one() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        taken = listener.getsockname()[1]
+        chosen = _process.choose_port("thing", _recorded(taken))
+    assert chosen != taken
+
+
+def test_a_port_asked_for_wins_over_the_recorded_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked, recorded = _process.free_port(), _process.free_port()
+    monkeypatch.setenv("CHAINLOOM_TEST_PORT", str(asked))
+    assert _process.choose_port("thing", _recorded(recorded), "CHAINLOOM_TEST_PORT") == asked
+
+
+def test_tools_have_no_recorded_port() -> None:
+    tool = Running("kubectl", "v1", "/cache/bin/kubectl", 0, "")
+    assert _process.recorded_port(tool) is None
+    assert _process.recorded_port(None) is None

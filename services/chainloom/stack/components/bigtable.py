@@ -14,7 +14,7 @@ from chainloom.stack import versions
 from chainloom.stack._install import install_once, is_installed
 from chainloom.stack._model import Progress, Running
 from chainloom.stack._paths import cache_dir
-from chainloom.stack._process import port_from_env, run, spawn, wait_until
+from chainloom.stack._process import choose_port, run, spawn, wait_until
 from chainloom.stack.components._go import go_binary
 from chainloom.stack.errors import InstallError
 
@@ -74,9 +74,15 @@ class BigtableEmulator:
 
         install_once(_built_dir(), build)
 
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
+    def start(
+        self,
+        run_dir: Path,
+        deps: dict[str, Running],
+        progress: Progress,
+        previous: Running | None,
+    ) -> Running:
         binary, version = self._binary()
-        port = port_from_env(self.name, "CHAINLOOM_BIGTABLE_PORT")
+        port = choose_port(self.name, previous, "CHAINLOOM_BIGTABLE_PORT")
         log = run_dir / "logs" / "bigtable.log"
         progress.step(f"starting the Bigtable emulator on 127.0.0.1:{port}")
         pid = spawn([str(binary), "-host", "127.0.0.1", "-port", str(port)], log)

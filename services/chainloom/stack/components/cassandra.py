@@ -15,7 +15,7 @@ from chainloom.stack import versions
 from chainloom.stack._install import install_once
 from chainloom.stack._model import Progress, Running
 from chainloom.stack._paths import cache_dir
-from chainloom.stack._process import free_port, port_from_env, run, spawn, wait_until
+from chainloom.stack._process import choose_port, free_port, run, spawn, wait_until
 from chainloom.stack.errors import InstallError, MissingToolError
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -171,9 +171,15 @@ class Cassandra:
 
         install_once(target, build)
 
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
+    def start(
+        self,
+        run_dir: Path,
+        deps: dict[str, Running],
+        progress: Progress,
+        previous: Running | None,
+    ) -> Running:
         lib = _install_dir() / "lib"
-        native_port = port_from_env(self.name, "CHAINLOOM_CASSANDRA_PORT")
+        native_port = choose_port(self.name, previous, "CHAINLOOM_CASSANDRA_PORT")
         storage_port = free_port()
         home = run_dir / "cassandra"
         shutil.rmtree(home, ignore_errors=True)

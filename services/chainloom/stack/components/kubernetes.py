@@ -25,7 +25,7 @@ from chainloom.stack import versions
 from chainloom.stack._install import install_once, is_installed
 from chainloom.stack._model import Progress, Running
 from chainloom.stack._paths import cache_dir
-from chainloom.stack._process import free_port, port_from_env, run, spawn, wait_until
+from chainloom.stack._process import choose_port, free_port, run, spawn, wait_until
 from chainloom.stack.components._go import go_binary
 from chainloom.stack.errors import InstallError, MissingToolError, StartError
 
@@ -361,7 +361,14 @@ class _InstalledTool:
     def _binary(self) -> Path:
         raise NotImplementedError
 
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
+    def start(
+        self,
+        run_dir: Path,
+        deps: dict[str, Running],
+        progress: Progress,
+        previous: Running | None,
+    ) -> Running:
+        del previous  # an installed tool, not a server: nothing to restart
         binary = self._binary()
         running = Running(self.name, "", str(binary), 0, "", extra={"bin_dir": str(binary.parent)})
         return Running(self.name, self.check(running), running.address, 0, "", extra=running.extra)
@@ -420,8 +427,15 @@ class Etcd:
     def install(self, progress: Progress) -> None:
         _build_etcd(progress)
 
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
-        client_port, peer_port = port_from_env(self.name, "CHAINLOOM_ETCD_PORT"), free_port()
+    def start(
+        self,
+        run_dir: Path,
+        deps: dict[str, Running],
+        progress: Progress,
+        previous: Running | None,
+    ) -> Running:
+        client_port = choose_port(self.name, previous, "CHAINLOOM_ETCD_PORT")
+        peer_port = free_port()
         data = run_dir / "etcd"
         shutil.rmtree(data, ignore_errors=True)
         client, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
@@ -473,10 +487,16 @@ class KubeApiserver:
     def install(self, progress: Progress) -> None:
         _build_kubernetes(progress)
 
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
+    def start(
+        self,
+        run_dir: Path,
+        deps: dict[str, Running],
+        progress: Progress,
+        previous: Running | None,
+    ) -> Running:
         home = run_dir / "kubernetes"
         pki = ensure_pki(home / "pki")
-        port = port_from_env(self.name, "CHAINLOOM_APISERVER_PORT")
+        port = choose_port(self.name, previous, "CHAINLOOM_APISERVER_PORT")
         server = f"https://127.0.0.1:{port}"
         kubeconfig = write_kubeconfig(home / "kubeconfig", pki, server)
         argv = [
@@ -583,10 +603,16 @@ class _ControlPlaneDaemon:
     def install(self, progress: Progress) -> None:
         _build_kubernetes(progress)
 
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
+    def start(
+        self,
+        run_dir: Path,
+        deps: dict[str, Running],
+        progress: Progress,
+        previous: Running | None,
+    ) -> Running:
         apiserver = deps["kube-apiserver"]
         kubeconfig, pki = apiserver.extra["kubeconfig"], Path(apiserver.extra["pki"])
-        port = free_port()
+        port = choose_port(self.name, previous)
         argv = [
             str(k8s_dir() / "bin" / self.name),
             f"--kubeconfig={kubeconfig}",
@@ -645,9 +671,15 @@ class Kwok:
         progress.step(f"building kwok {versions.KWOK} from the Go module proxy")
         _go_install(self.name, kwok_dir(), f"sigs.k8s.io/kwok/cmd/kwok@{versions.KWOK}", "-s -w")
 
-    def start(self, run_dir: Path, deps: dict[str, Running], progress: Progress) -> Running:
+    def start(
+        self,
+        run_dir: Path,
+        deps: dict[str, Running],
+        progress: Progress,
+        previous: Running | None,
+    ) -> Running:
         kubeconfig = deps["kube-apiserver"].extra["kubeconfig"]
-        port = free_port()
+        port = choose_port(self.name, previous)
         binary = kwok_dir() / "bin" / "kwok"
         stages = [arg for stage in sorted(_STAGES.glob("*.yaml")) for arg in ("-c", str(stage))]
         argv = [
