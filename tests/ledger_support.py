@@ -54,7 +54,32 @@ def kill_points(rng: random.Random, low: int, high: int, kills: int) -> list[int
     return [low + int(i * width) + rng.randrange(max(int(width), 1)) for i in range(kills)]
 
 
+class GrowingDump:
+    """A copy of a dump that grows while a loader reads it: ledgers are revealed (appended as
+    complete lines) up to a chosen one, so a loader run with ``--follow`` cannot pass it."""
+
+    def __init__(self, complete: Path, path: Path) -> None:
+        self.path = path
+        self._lines = complete.read_bytes().splitlines(keepends=True)
+        self._shown = 0
+        path.write_bytes(b"")
+
+    @property
+    def last(self) -> int:
+        """The last ledger of the complete dump."""
+        return FIRST + len(self._lines) - 1
+
+    def reveal(self, through: int) -> None:
+        """Append the ledgers up to ``through`` that are not in the file yet."""
+        upto = min(through - FIRST + 1, len(self._lines))
+        if upto > self._shown:
+            with self.path.open("ab") as handle:
+                handle.write(b"".join(self._lines[self._shown : upto]))
+            self._shown = upto
+
+
 def load_with_kills(
+    dump: GrowingDump,
     command: Sequence[str],
     committed: Callable[[], int | None],
     kill_after: Sequence[int],
@@ -63,18 +88,23 @@ def load_with_kills(
     pause: float,
     timeout: float = 120.0,
 ) -> list[int]:
-    """Run the loader; kill it with SIGKILL once per ``kill_after`` ledger; finish the load.
+    """Load ``dump`` with ``command``, killing the loader with SIGKILL once per ``kill_after``
+    ledger; then finish the load.
 
-    For each target the loader is (re)started, and once ``committed()`` reports the target or
-    later it is killed after a random pause in ``[0, pause)`` seconds (often in the middle of
-    the next ledger). Returns the committed ledger found after each kill; the last run must
-    end with exit status 0.
+    For each target the dump is revealed up to the target + 1 and the loader (re)started with
+    ``--follow``; once ``committed()`` reports the target it is killed after a random pause in
+    ``[0, pause)`` seconds: in the middle of writing the next ledger, or after it. So every
+    kill lands at the target or the ledger after it, however slow or fast the machine. Returns
+    the committed ledger found after each kill; the last run, over the whole dump and without
+    ``--follow``, must end with exit status 0.
     """
     killed: list[int] = []
     for wanted in kill_after:
-        # Each run commits at least one ledger before it is killed.
         target = max(wanted, killed[-1] + 1) if killed else wanted
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        dump.reveal(target + 1)
+        process = subprocess.Popen(
+            [*command, "--follow"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         try:
             deadline = time.monotonic() + timeout
             while (found := committed()) is None or found < target:
@@ -86,7 +116,7 @@ def load_with_kills(
                     )
                 if time.monotonic() > deadline:
                     raise AssertionError(f"the loader did not reach ledger {target}")
-                time.sleep(0.002)
+                time.sleep(0.005)
             time.sleep(rng.uniform(0.0, pause))
             process.send_signal(signal.SIGKILL)
             process.wait()
@@ -99,6 +129,7 @@ def load_with_kills(
         after = committed()
         assert after is not None
         killed.append(after)
+    dump.reveal(dump.last)
     finished = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
     assert finished.returncode == 0, finished.stderr.decode()
     return killed

@@ -19,6 +19,7 @@ from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import FIRST_KEY, LAST_KEY, LedgerHeader, sha512_half
 from tests.ledger_support import (
     FIRST,
+    GrowingDump,
     Tables,
     differences,
     generate_dump,
@@ -132,13 +133,15 @@ def test_a_cassandra_load_killed_at_random_ledgers_stores_what_an_uninterrupted_
     session = cluster.connect()
     try:
         rng = random.Random(seed)
-        targets = kill_points(rng, FIRST + 1, last - 5, 3)
+        targets = kill_points(rng, FIRST + 1, last - 3, 3)
+        growing = GrowingDump(dump, tmp_path / "growing.jsonl")
         command = loader_command(
-            dump,
+            growing.path,
             "--backend", "cassandra", "--cassandra-hosts", f"{host}:{port}",
             "--keyspace", cassandra_keyspace,
         )  # fmt: skip
         killed = load_with_kills(
+            growing,
             command,
             lambda: _cassandra_committed(session, cassandra_keyspace),
             targets,
@@ -146,7 +149,6 @@ def test_a_cassandra_load_killed_at_random_ledgers_stores_what_an_uninterrupted_
             pause=0.2,
             timeout=300,
         )
-        assert all(k < last for k in killed), f"a kill came after the load had finished: {killed}"
         found = differences(
             _cassandra_tables(session, cassandra_keyspace, "clean_"),
             _cassandra_tables(session, cassandra_keyspace, ""),
