@@ -7,6 +7,7 @@ the real thing: no ``finally`` runs, rows of the ledger being written stay behin
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -16,8 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from chainloom.ledger.generate import WorkloadGenerator, vectors_ledger
-from chainloom.ledger.sources.dump import DumpWriter
+from click.testing import CliRunner
+
+from chainloom.cli.ledger import ledger
 
 FIRST = 38129
 """The ledger whose real state (from the vectors) starts every generated dump."""
@@ -27,15 +29,17 @@ Tables = dict[str, list[tuple[Any, ...]]]
 
 
 def generate_dump(vectors_dir: Path, path: Path, *, seed: int, ledgers: int, txs: int) -> int:
-    """Write ledger ``FIRST``'s state and ``ledgers`` generated ledgers; return the last."""
-    initial = vectors_ledger(vectors_dir / "xrpl_vectors.json", FIRST)
-    generator = WorkloadGenerator(initial, seed=seed, txs_per_ledger=txs)
-    last = FIRST
-    with DumpWriter(path) as writer:
-        writer.write(initial, FIRST)
-        for sequence, ledger in generator.ledgers(ledgers):
-            writer.write(ledger, sequence)
-            last = sequence
+    """Write ledger ``FIRST``'s state and ``ledgers`` generated ledgers (``chainloom ledger
+    generate``); return the last."""
+    result = CliRunner().invoke(
+        ledger,
+        ["generate", "--from-state", str(FIRST), "--ledgers", str(ledgers),
+         "--txs-per-ledger", str(txs), "--seed", str(seed), "--vectors", str(vectors_dir),
+         "--out", str(path), "--json"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    last: int = json.loads(result.stdout)["last"]
     return last
 
 

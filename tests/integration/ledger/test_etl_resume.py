@@ -5,6 +5,7 @@ never stopped stores (the SQLite twin is in ``tests/unit/ledger/test_etl_resume.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from chainloom.ledger.backend import BackendInterface, make_backend
 from chainloom.ledger.cassandra import TABLE_NAMES
 from chainloom.ledger.etl import LedgerEtl
 from chainloom.ledger.sources.file import FileLedgerSource
-from chainloom.ledger.types import FIRST_KEY, LAST_KEY, LedgerHeader, sha512_half
+from chainloom.ledger.types import FIRST_KEY, LAST_KEY, LedgerHeader
 from tests.ledger_support import (
     FIRST,
     GrowingDump,
@@ -50,7 +51,7 @@ def _header(sequence: int) -> LedgerHeader:
     header = LedgerHeader(
         sequence=sequence,
         total_drops=10**17,
-        parent_hash=sha512_half(b"parent" + sequence.to_bytes(4, "big")),
+        parent_hash=hashlib.sha256(b"parent" + sequence.to_bytes(4, "big")).digest(),
         transaction_hash=bytes(32),
         account_hash=bytes(32),
         parent_close_time=0,
