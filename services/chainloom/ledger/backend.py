@@ -296,6 +296,27 @@ class BackendInterface(abc.ABC):
         Empty for the initial-load ledger, which writes no diff rows.
         """
 
+    def fetch_book_bases(self, sequence: int) -> list[bytes]:
+        """Every book base with a successor row written at or before ``sequence``, in order.
+
+        These are the bases the ETL keeps successor rows for: one per book that had a
+        directory anywhere in the stored history up to ``sequence``, including books that have
+        emptied since. A restarted ETL needs exactly that set to write the same rows as a run
+        that never stopped; the state at ``sequence`` only shows the books still open. A base
+        is recognised by its low 64 bits being zero (a state key ending so, 2^-64 per key, is
+        listed too). This scans every key of the successor table: a restart-time read, not
+        one for serving requests.
+        """
+        check_sequence(sequence)
+        if not self.is_visible(sequence):
+            return []
+        return [key for key in self._do_fetch_book_bases(sequence) if key != FIRST_KEY]
+
+    @abc.abstractmethod
+    def _do_fetch_book_bases(self, sequence: int) -> list[bytes]:
+        """Sorted keys ending in eight zero bytes with a successor row at ``<= sequence`` (the
+        list's head, ``FIRST_KEY``, among them)."""
+
     def fetch_book_offers(self, book: bytes, sequence: int, limit: int) -> BookOffersPage:
         """Up to ``limit`` offers of the book whose base is ``book``, best quality first."""
         check_key(book, "book base")

@@ -140,6 +140,7 @@ _QUERY_TEMPLATES = {
     "select_successor": "SELECT next FROM {t}successor WHERE key = ? AND seq <= ? "
     "ORDER BY seq DESC LIMIT 1",
     "select_diff": "SELECT key FROM {t}diff WHERE seq = ?",
+    "select_successor_first_rows": "SELECT key, seq FROM {t}successor PER PARTITION LIMIT 1",
     "select_object": "SELECT object, sequence FROM {t}objects WHERE key = ? "
     "AND sequence <= ? ORDER BY sequence DESC LIMIT 1",
     "select_transaction": "SELECT transaction, metadata, ledger_sequence, date "
@@ -617,6 +618,16 @@ class CassandraBackend(BackendInterface):
         keys = [row.key for row in self._read("select_diff", sequence)]
         blobs = self.fetch_ledger_objects(keys, sequence)
         return [LedgerObject(key, blob) for key, blob in zip(keys, blobs, strict=True)]
+
+    def _do_fetch_book_bases(self, sequence: int) -> list[bytes]:
+        # One row per partition: its first (lowest) seq, so "first written at or before".
+        # The driver pages through the scan.
+        found = (
+            bytes(row.key)
+            for row in self._read("select_successor_first_rows")
+            if row.key[24:] == bytes(8) and row.seq <= sequence
+        )
+        return sorted(found)
 
     # ------------------------------------------------------------------ NFTs
 

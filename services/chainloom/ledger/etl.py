@@ -12,7 +12,9 @@ Why it is shaped this way (Clio's ``etl`` module, reduced to one process):
   key twice). Refused input raises :class:`~chainloom.ledger.errors.LedgerIntegrityError`
   naming the ledger, and nothing stored changes.
 * The successor rows come from :class:`~chainloom.ledger.successor.SuccessorTracker`, the key
-  set at the newest ledger; after a restart it is rebuilt by one page walk of the stored state.
+  set at the newest ledger and every book base seen so far; after a restart it is rebuilt from
+  the store alone (one page walk of the state, and the book bases' successor rows), so a run
+  resumed after a crash at any point writes the same rows as one that never stopped.
 
 A :class:`LedgerSource` hands out ledgers: the full state of the first one, then each next one
 as a diff. Sources live in :mod:`chainloom.ledger.sources` (a dump file, rippled's gRPC API).
@@ -328,7 +330,8 @@ class LedgerEtl:
         return summary
 
     def _resume(self, max_sequence: int) -> None:
-        """Rebuild the key set and the previous header from the stored ledger ``max``."""
+        """Rebuild the key set, the book bases and the previous header from the stored ledger
+        ``max``: exactly what a run that never stopped holds in memory after ledger ``max``."""
         header = self._backend.fetch_ledger_by_sequence(max_sequence)
         if header is None:
             raise LedgerIntegrityError(
@@ -336,7 +339,6 @@ class LedgerEtl:
                 sequence=max_sequence,
             )
         keys: list[bytes] = []
-        bases: set[bytes] = set()
         leaves: dict[bytes, bytes] = {}
         cursor: bytes | None = None
         while True:
@@ -345,13 +347,15 @@ class LedgerEtl:
                 keys.append(obj.key)
                 if self._verify_state:
                     leaves[obj.key] = hashing.state_leaf_hash(obj.key, obj.blob)
-                if is_book_directory(obj.blob):
-                    bases.add(book_base(obj.key))
             if page.cursor is None:
                 break
             cursor = page.cursor
+        # Not the bases of the book directories at max: the tracker also remembers books that
+        # have emptied since, and every base it remembers got a successor row in the ledger
+        # that first named it, so the stored rows up to max are the set.
+        bases = self._backend.fetch_book_bases(max_sequence)
         tracker = SuccessorTracker()
-        tracker.initial_load(keys, sorted(bases))
+        tracker.initial_load(keys, bases)
         self._tracker = tracker
         self._previous = header
         if self._verify_state:

@@ -331,6 +331,15 @@ class SqliteBackend(BackendInterface):
         blobs = self.fetch_ledger_objects(keys, sequence)
         return [LedgerObject(key, blob) for key, blob in zip(keys, blobs, strict=True)]
 
+    def _do_fetch_book_bases(self, sequence: int) -> list[bytes]:
+        with self._reading() as db:
+            rows = db.execute(
+                "SELECT DISTINCT key FROM successor "
+                "WHERE substr(key, 25) = zeroblob(8) AND seq <= ? ORDER BY key",
+                (sequence,),
+            ).fetchall()
+        return [bytes(row[0]) for row in rows]
+
     # ------------------------------------------------------------------ NFTs
 
     def fetch_nft(self, token_id: bytes, sequence: int) -> NFT | None:

@@ -11,7 +11,9 @@ line is::
      "objects": [["<hex 32-byte key>", "<hex blob, empty = deleted>"], ...]}
 
 The first line has ``"kind": "full"`` and ``objects`` is the complete state of that ledger;
-every later line is the next ledger (sequence + 1) with ``objects`` its state diff. The
+every later line is the next ledger (sequence + 1) with ``objects`` its state diff. A line
+that breaks the sequence (a gap, a ledger out of order, a duplicate) is an input error, raised
+when a reader gets there -- never taken for the end of the dump. The
 ``sequence`` key comes first so a reader can index a file without parsing whole lines. The
 format is documented for users in ``docs/ledger-etl.md``.
 """
@@ -21,12 +23,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from chainloom.ledger.errors import LedgerInputError
 from chainloom.ledger.etl import SourceLedger
+from chainloom.ledger.sources.errors import LedgerSequenceError
 from chainloom.ledger.types import LedgerObject
 
 _SEQUENCE = re.compile(rb'^\{"sequence": ?(\d+)')
@@ -103,8 +107,30 @@ class DumpWriter:
         self.close()
 
 
+@dataclass(frozen=True, slots=True)
+class SequenceBreak:
+    """Where a dump stops being consecutive: records from ``line`` on are not served."""
+
+    line: int
+    """The 1-based line holding the record that does not follow."""
+    expected: int
+    """The ledger that should be on that line (the last good one + 1)."""
+    found: int
+    """The ledger that is there instead."""
+    reason: str
+    """The whole explanation, naming the file, the line and the sequences."""
+
+
 class DumpFile:
-    """Random access to a dump's records by sequence (an index of line offsets)."""
+    """Random access to a dump's records by sequence (an index of line offsets).
+
+    Records must be consecutive. Indexing stops at the first record that does not follow the
+    one before it (a gap, a ledger out of order, a duplicate): the records before it are
+    served, and asking for any ledger from the expected one on raises
+    :class:`~chainloom.ledger.sources.errors.LedgerSequenceError` naming it. So a loader
+    stores everything up to the fault, then stops with an input error instead of taking the
+    fault for the end of the file.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -114,6 +140,8 @@ class DumpFile:
         self._order: list[int] = []
         self._end = 0
         self._lines = 0
+        self.broken: SequenceBreak | None = None
+        """The first record that does not follow, once one is found."""
         self.refresh()
         if not self._order:
             raise LedgerInputError(f"ledger dump {path} is empty")
@@ -125,34 +153,75 @@ class DumpFile:
         with path.open("rb") as handle:
             handle.seek(self._end)
             for line in handle:
-                if not line.endswith(b"\n"):
-                    break  # a line still being written: index it next time
+                if self.broken is not None or not line.endswith(b"\n"):
+                    break  # past a fault, or a line still being written (indexed next time)
                 self._lines += 1
                 if line.strip():
-                    match = _SEQUENCE.match(line)
-                    if match is None:
-                        raise LedgerInputError(
-                            f"{path}:{self._lines}: not a ledger-dump record (no leading sequence)"
-                        )
-                    sequence = int(match.group(1))
-                    if sequence in self._offsets:
-                        raise LedgerInputError(
-                            f"{path}:{self._lines}: ledger {sequence} appears twice"
-                        )
+                    sequence = self._sequence_of(line, self._lines)
+                    expected = self._order[-1] + 1 if self._order else sequence
+                    if sequence != expected:
+                        self.broken = self._describe(handle, self._lines, expected, sequence)
+                        break
                     self._offsets[sequence] = self._end
                     self._order.append(sequence)
                 self._end += len(line)
         return len(self._order) - before
 
+    def _sequence_of(self, line: bytes, number: int) -> int:
+        match = _SEQUENCE.match(line)
+        if match is None:
+            raise LedgerInputError(
+                f"{self.path}:{number}: not a ledger-dump record (no leading sequence)"
+            )
+        return int(match.group(1))
+
+    def _describe(
+        self, rest: Iterator[bytes], number: int, expected: int, found: int
+    ) -> SequenceBreak:
+        """Explain why ledger ``found`` on line ``number`` does not follow; ``rest`` is the file
+        after that line (read to tell a ledger out of order from a missing one)."""
+        where = f"ledger dump {self.path}:{number}"
+        previous = expected - 1
+        if found in self._offsets:
+            reason = (
+                f"{where}: ledger {found} appears a second time, where ledger {expected} should "
+                f"follow ledger {previous}"
+            )
+        elif found < expected:
+            reason = (
+                f"{where}: ledger {found} is out of order: ledger {expected} should follow "
+                f"ledger {previous}"
+            )
+        else:
+            reason = (
+                f"{where}: ledger {expected} is missing: ledger {previous} is followed by "
+                f"ledger {found}"
+            )
+            later = number
+            for line in rest:
+                later += 1
+                match = _SEQUENCE.match(line)
+                if match is not None and int(match.group(1)) == expected:
+                    reason = (
+                        f"{where}: ledger {expected} is out of order: ledger {previous} is "
+                        f"followed by ledger {found}, and {expected} comes later, on line {later}"
+                    )
+                    break
+        return SequenceBreak(number, expected, found, reason)
+
     @property
     def sequences(self) -> list[int]:
-        """The sequences in file order."""
+        """The sequences in file order (up to a fault)."""
         return list(self._order)
 
     def read(self, sequence: int) -> SourceLedger | None:
-        """The record of ``sequence``, or None if the dump does not hold it."""
+        """The record of ``sequence``, or None if the dump does not hold it (yet).
+
+        Raises :class:`LedgerSequenceError` for a ledger at or past a fault.
+        """
         offset = self._offsets.get(sequence)
         if offset is None:
+            self._check_break(sequence)
             return None
         # Opened per read: a source may live long and be shared; no handle to leak.
         with self.path.open("rb") as handle:
@@ -163,11 +232,20 @@ class DumpFile:
             raise LedgerInputError(f"{self.path}: index points at ledger {found}")
         return ledger
 
+    def _check_break(self, sequence: int) -> None:
+        broken = self.broken
+        if broken is not None and sequence >= broken.expected:
+            raise LedgerSequenceError(broken.reason, expected=broken.expected, found=broken.found)
+
     def __iter__(self) -> Iterator[tuple[int, SourceLedger]]:
+        """Every record in order; raises :class:`LedgerSequenceError` after the last good one
+        if the dump has a fault."""
         for sequence in self._order:
             ledger = self.read(sequence)
             assert ledger is not None
             yield sequence, ledger
+        if self._order:
+            self._check_break(self._order[-1] + 1)
 
     def close(self) -> None:
         """Nothing to release (kept for the source protocol)."""

@@ -42,9 +42,12 @@ class FileLedgerSource:
 
     def fetch_diff(self, sequence: int) -> SourceLedger | None:
         """The record of ``sequence``; None past the end of the dump (re-checked each time, so
-        ``load --follow`` picks up ledgers appended to the file)."""
+        ``load --follow`` picks up ledgers appended to the file). Raises
+        :class:`~chainloom.ledger.sources.errors.LedgerSequenceError` where the dump skips,
+        reorders or repeats a ledger."""
         record = self._dump.read(sequence)
-        if record is None and self._dump.refresh():
+        if record is None:
+            self._dump.refresh()  # may also find a break in the sequence, which read() raises
             record = self._dump.read(sequence)
         return record
 

@@ -3,7 +3,10 @@
 The same three calls Clio's ETL makes: ``GetLedger`` with transactions and the state diff for
 each new ledger, ``GetLedgerData`` paged by marker for the first ledger's full state, and
 ``GetLedger`` on the validated shortcut for the network's newest ledger (the lag). A ledger
-the server does not have yet is ``NOT_FOUND``: the ETL then waits (``--follow``) or stops.
+the server does not have yet is ``NOT_FOUND``: the ETL then waits (``--follow``) or stops. A
+ledger the server lacks although it has validated later ones is a gap in its history, not the
+end of it: that, and an answer for another ledger than the one asked, is
+:class:`~chainloom.ledger.sources.errors.LedgerSequenceError`.
 Transient failures (``UNAVAILABLE``, deadlines) are retried with backoff before giving up.
 """
 
@@ -17,7 +20,7 @@ from typing import TypeVar
 import grpc
 
 from chainloom.ledger.etl import SourceLedger
-from chainloom.ledger.sources.errors import LedgerSourceError
+from chainloom.ledger.sources.errors import LedgerSequenceError, LedgerSourceError
 from chainloom.ledger.types import LedgerHeader, LedgerObject
 from chainloom.rpc.generated.org.xrpl.rpc.v1 import (
     get_ledger_data_pb2,
@@ -106,6 +109,10 @@ class GrpcLedgerSource:
         asked_at, known = self._latest
         if time.monotonic() - asked_at < 1.0 and known is not None:
             return known
+        return self._validated_sequence()
+
+    def _validated_sequence(self) -> int | None:
+        """Ask the server for its newest validated ledger now (and remember the answer)."""
         validated = ledger_pb2.LedgerSpecifier(
             shortcut=ledger_pb2.LedgerSpecifier.SHORTCUT_VALIDATED
         )
@@ -144,6 +151,7 @@ class GrpcLedgerSource:
         response = self._ledger(sequence, objects=False)
         if response is None:
             raise LedgerSourceError(f"gRPC source {self.address} does not have ledger {sequence}")
+        self._check_answer(response, sequence)
         objects: list[LedgerObject] = []
         marker = b""
         while True:
@@ -170,10 +178,27 @@ class GrpcLedgerSource:
         )
 
     def fetch_diff(self, sequence: int) -> SourceLedger | None:
-        """GetLedger with transactions and the state diff; None if the server lacks it."""
+        """GetLedger with transactions and the state diff; None if the server has not
+        validated it yet.
+
+        A server that has validated a later ledger but not this one skips it: that raises
+        :class:`LedgerSequenceError`, as does an answer for a different ledger.
+        """
         response = self._ledger(sequence, objects=True)
         if response is None:
-            return None
+            validated = self._validated_sequence()
+            if validated is None or validated <= sequence:
+                return None
+            # Asked again: the ledger may have been validated between the two calls.
+            response = self._ledger(sequence, objects=True)
+            if response is None:
+                raise LedgerSequenceError(
+                    f"gRPC source {self.address}: ledger {sequence} is missing: the server "
+                    f"has validated ledgers up to {validated} but answers NOT_FOUND for "
+                    f"{sequence}",
+                    expected=sequence,
+                )
+        self._check_answer(response, sequence)
         if not response.objects_included:
             raise LedgerSourceError(
                 f"gRPC source {self.address}: ledger {sequence} came without its state diff"
@@ -184,6 +209,18 @@ class GrpcLedgerSource:
             objects=tuple(LedgerObject(o.key, o.data) for o in response.ledger_objects.objects),
             is_full_state=False,
         )
+
+    def _check_answer(self, response: get_ledger_pb2.GetLedgerResponse, sequence: int) -> None:
+        """Refuse an answer about another ledger than the one asked for."""
+        header = response.ledger_header
+        answered = int.from_bytes(header[:4], "big") if len(header) >= 4 else None
+        if answered is not None and answered != sequence:
+            raise LedgerSequenceError(
+                f"gRPC source {self.address}: asked for ledger {sequence}, the server answered "
+                f"with ledger {answered}",
+                expected=sequence,
+                found=answered,
+            )
 
     def close(self) -> None:
         """Close the channel."""
