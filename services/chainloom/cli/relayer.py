@@ -34,16 +34,17 @@ relayer.add_command(listen)
 def _tables(redis_url: str, prefix: str) -> RelayTables:
     import redis
 
+    from chainloom.relayer.errors import TablesUnavailableError
     from chainloom.relayer.tables import RelayTables
 
     try:
-        client = redis.Redis.from_url(redis_url)
-        client.ping()
-    except (ValueError, redis.RedisError) as exc:
+        tables = RelayTables(redis.Redis.from_url(redis_url), prefix)
+        tables.ping()
+    except (ValueError, TablesUnavailableError) as exc:
         raise click.BadParameter(
             f"cannot use Redis at {_redact(redis_url)}: {exc}", param_hint="--redis-url"
         ) from None
-    return RelayTables(client, prefix)
+    return tables
 
 
 def _redact(url: str) -> str:

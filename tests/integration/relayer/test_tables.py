@@ -91,7 +91,7 @@ def test_claims_are_disjoint_across_concurrent_workers_and_respect_the_chain(tab
     for worker_id, digests in claimed.items():
         for digest in digests:
             assert tables.locate(digest) is Table.IN_WORK
-            assert tables.worker_of(digest) == worker_id
+        assert sorted(r.digest for r in tables.in_work(worker_id)) == sorted(digests)
     depths = tables.depths()
     assert depths[Table.INCOMING] == {2: 0, 4: 10}
     assert depths[Table.IN_WORK] == {2: 40, 4: 0}
