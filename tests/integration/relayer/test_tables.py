@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 import redis
 
-from chainloom.relayer.errors import LeaseLostError
+from chainloom.relayer.errors import LeaseLostError, TablesUnavailableError
 from chainloom.relayer.model import Outcome, Table
 from chainloom.relayer.tables import Move, RelayTables
 from tests.integration.relayer.relay_support import requests
@@ -44,6 +44,20 @@ def test_enqueue_dedupes_by_digest_and_reports_where_it_is(tables, batch):
     assert tables.locate(first.digest) is Table.INCOMING
     assert tables.get(first.digest) == first  # the first copy wins, unchanged
     assert tables.locate(batch[1].digest) is None
+
+
+def test_an_unreachable_redis_is_a_tables_error_naming_the_server_and_the_cause(batch):
+    dead = redis.Redis(host="127.0.0.1", port=1, db=3, socket_connect_timeout=0.2)
+    tables = RelayTables(dead)
+    for call in (
+        lambda: tables.enqueue(batch[0]),
+        lambda: tables.claim(W1, 2, "t", limit=1, lease_ttl=1),
+        lambda: tables.locate(batch[0].digest),
+        tables.ping,
+    ):
+        with pytest.raises(TablesUnavailableError, match=r"Redis at 127\.0\.0\.1:1/3 failed: .*"):
+            call()
+    dead.close()
 
 
 def test_concurrent_copies_of_the_same_vaas_make_one_request_each(tables, batch):
