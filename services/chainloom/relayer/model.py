@@ -16,11 +16,13 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
-import json
+import math
 import random
 import re
 from dataclasses import dataclass, replace
 from typing import Any
+
+import orjson
 
 from chainloom.backoff import Backoff
 from chainloom.relayer.errors import RequestFormatError
@@ -29,6 +31,7 @@ from chainloom.relayer.errors import RequestFormatError
 REQUEST_FORMAT_VERSION = 1
 
 _DIGEST = re.compile(r"^0x[0-9a-f]{64}$")
+_MAX_U64 = 2**64 - 1
 
 
 class Table(enum.Enum):
@@ -110,8 +113,13 @@ class RelayRequest:
         validate_digest(self.digest)
         for name in ("target_chain", "emitter_chain", "sequence", "retries", "rollbacks"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise RequestFormatError(f"{name} must be a non-negative integer, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= _MAX_U64:
+                raise RequestFormatError(
+                    f"{name} must be a non-negative integer below 2^64, got {value!r}"
+                )
+        for name in ("next_attempt_at", "enqueued_at"):
+            if not math.isfinite(getattr(self, name)):
+                raise RequestFormatError(f"{name} must be a finite time, got {getattr(self, name)}")
         if type(self.vaa) is not bytes or not self.vaa:
             raise RequestFormatError("vaa must be non-empty bytes")
 
@@ -140,7 +148,7 @@ class RelayRequest:
         """The complete request as compact JSON (VAA in base64). Holds no secret."""
         data = self._state()
         data["vaa"] = base64.b64encode(self.vaa).decode("ascii")
-        return json.dumps(data, separators=(",", ":"))
+        return orjson.dumps(data).decode()
 
     def state_json(self) -> str:
         """Everything but the VAA, as compact JSON: what the tables rewrite on every move.
@@ -148,7 +156,7 @@ class RelayRequest:
         The tables keep the (immutable, ~1 KB) VAA in a hash of its own, so moves carry only
         this small record.
         """
-        return json.dumps(self._state(), separators=(",", ":"))
+        return orjson.dumps(self._state()).decode()
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RelayRequest:
@@ -168,26 +176,29 @@ class RelayRequest:
     @classmethod
     def _from_state(cls, data: dict[str, Any], vaa: bytes) -> RelayRequest:
         # Integers and the digest are checked by __post_init__, which names the field.
-        return cls(
-            digest=_required(data, "digest"),
-            vaa=vaa,
-            target_chain=_required(data, "target_chain"),
-            emitter_chain=_required(data, "emitter_chain"),
-            sequence=_required(data, "sequence"),
-            retries=_required(data, "retries"),
-            next_attempt_at=float(_field(data, "next_attempt_at", (int, float))),
-            last_error=_optional_text(data, "last_error"),
-            enqueued_at=float(_field(data, "enqueued_at", (int, float))),
-            submission_id=_optional_text(data, "submission_id"),
-            submitted_by=_optional_text(data, "submitted_by"),
-            rollbacks=_required(data, "rollbacks"),
-        )
+        try:
+            return cls(
+                digest=data["digest"],
+                vaa=vaa,
+                target_chain=data["target_chain"],
+                emitter_chain=data["emitter_chain"],
+                sequence=data["sequence"],
+                retries=data["retries"],
+                next_attempt_at=_time(data, "next_attempt_at"),
+                last_error=_optional_text(data, "last_error"),
+                enqueued_at=_time(data, "enqueued_at"),
+                submission_id=_optional_text(data, "submission_id"),
+                submitted_by=_optional_text(data, "submitted_by"),
+                rollbacks=data["rollbacks"],
+            )
+        except KeyError as missing:
+            raise RequestFormatError(f"stored request lacks field {missing}") from None
 
 
 def _object(text: str | bytes) -> dict[str, Any]:
     try:
-        data = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
         raise RequestFormatError(f"stored request is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise RequestFormatError("stored request is not a JSON object")
@@ -199,22 +210,25 @@ def _object(text: str | bytes) -> dict[str, Any]:
     return data
 
 
-def _required(data: dict[str, Any], name: str) -> Any:
+def _field(data: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
     if name not in data:
         raise RequestFormatError(f"stored request lacks field {name!r}")
-    return data[name]
-
-
-def _field(data: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
-    value = _required(data, name)
+    value = data[name]
     if not isinstance(value, kind) or isinstance(value, bool):
         raise RequestFormatError(f"field {name!r} has the wrong type: {value!r:.80}")
     return value
 
 
+def _time(data: dict[str, Any], name: str) -> float:
+    value = data[name]
+    if type(value) is not float and type(value) is not int:
+        raise RequestFormatError(f"field {name!r} has the wrong type: {value!r:.80}")
+    return float(value)
+
+
 def _optional_text(data: dict[str, Any], name: str) -> str | None:
-    value = _required(data, name)
-    if value is not None and not isinstance(value, str):
+    value = data[name]
+    if value is not None and type(value) is not str:
         raise RequestFormatError(f"field {name!r} must be a string or null: {value!r:.80}")
     return value
 
@@ -268,6 +282,7 @@ def after_failure(
     request: RelayRequest, error: str, *, now: float, policy: RetryPolicy, rng: random.Random
 ) -> FailureDecision:
     """A failed attempt: one more retry with backoff, or Failed once past ``max_retries``."""
+    error = _storable(error)
     retries = request.retries + 1
     if retries > policy.max_retries:
         failed = replace(
@@ -283,6 +298,11 @@ def after_failure(
         submission_id=None,
     )
     return FailureDecision(Table.INCOMING, retried)
+
+
+def _storable(text: str) -> str:
+    """``text`` with anything UTF-8 cannot carry (lone surrogates) replaced by ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def after_rollback(request: RelayRequest, *, now: float) -> RelayRequest:

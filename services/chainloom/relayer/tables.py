@@ -34,13 +34,13 @@ callers never need the client library's own errors.
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+import orjson
 import redis
 
 from chainloom.relayer._redis import sync
@@ -413,7 +413,7 @@ class RelayTables:
                 "worker": move.worker_id or request.submitted_by,
             }
             # The script appends the stored request state and the closing brace.
-            entry = json.dumps(record, separators=(",", ":"))[:-1] + ',"request":'
+            entry = orjson.dumps(record)[:-1] + b',"request":'
             keys = [source, self.key("completed", chain), self.key("completed", chain, "log")]
             return keys, ["C", request.digest, expected, "", "0", entry]
         target = self._zset(move.destination, chain)
@@ -519,6 +519,6 @@ class RelayTables:
         raw = sync(self.client.hgetall(self.key("completed", chain, "log")))
         out: dict[str, dict[str, Any]] = {}
         for digest, value in raw.items():
-            record = json.loads(value)
+            record = orjson.loads(value)
             out[_text(digest)] = {**(record.pop("request") or {}), **record}
         return out
