@@ -107,11 +107,10 @@ _LOCATION_TABLES = {"I": Table.INCOMING, "P": Table.PENDING_CONFIRMATION, "F": T
 def server_address(client: redis.Redis) -> str:
     """Where ``client`` connects (``host:port/db`` or the socket path), never the password."""
     settings = client.get_connection_kwargs()
+    database = settings.get("db", 0)
     if settings.get("path"):
-        return f"unix:{settings['path']}/{settings.get('db', 0)}"
-    return (
-        f"{settings.get('host', 'localhost')}:{settings.get('port', 6379)}/{settings.get('db', 0)}"
-    )
+        return f"unix:{settings['path']}/{database}"
+    return f"{settings.get('host', 'localhost')}:{settings.get('port', 6379)}/{database}"
 
 
 def _translating_redis_errors(
