@@ -12,8 +12,10 @@ The emulator is used when ``BIGTABLE_EMULATOR_HOST`` is set (the client reads it
 from __future__ import annotations
 
 import contextlib
-import functools
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,8 +232,12 @@ class BigtableTables:
         }
         self.events = self._client.get_table(settings.instance, settings.table, **options)
         self.index = self._client.get_table(settings.instance, settings.index_table, **options)
+        self._threads: tuple[int, ThreadPoolExecutor] | None = None
 
     def close(self) -> None:
+        if self._threads is not None:
+            self._threads[1].shutdown()
+            self._threads = None
         self._client.close()
 
     def __enter__(self) -> BigtableTables:
@@ -299,85 +305,47 @@ class BigtableTables:
             return failed
         return []
 
-    def write_if_unsigned(self, row_key: str, cells: Sequence[Cell]) -> bool:
-        """Write ``cells`` only if ``QuorumState:SignedVAA`` is absent; True if written."""
-        with _missing_tables_named(self.settings):
-            matched = self.events.check_and_mutate_row(
-                row_key, _signed_vaa_predicate(), false_case_mutations=_mutations(cells)
-            )
-        return not matched
-
     def write_many_if_unsigned(
         self, rows: Sequence[tuple[str, Sequence[Cell]]], in_flight: int
     ) -> list[bool]:
-        """:meth:`write_if_unsigned` for many rows, with up to ``in_flight`` calls outstanding.
+        """Write each row's cells only if its ``QuorumState:SignedVAA`` is absent; per row,
+        True if written.
 
-        Each row is one CheckAndMutateRow with the same predicate, false-branch mutations,
-        routing headers and time budget as :meth:`write_if_unsigned`, built as protobuf
-        messages and issued as gRPC futures on the data client's channel: the data client's
-        per-call wrappers (proto-plus messages, metrics, a thread per concurrent call) cost
-        more client CPU than the call itself. Errors are the data client's (``google.api_core``
-        exceptions, :class:`TableMissingError`); one is raised only after every call already
-        issued has finished, and no further call is issued after a failure.
+        One ``check_and_mutate_row`` of the data client per row (its retries and time budget
+        apply), with up to ``in_flight`` calls outstanding on a pool of threads. Errors are the
+        data client's (``google.api_core`` exceptions, :class:`TableMissingError`); the first
+        one is raised only after every call already issued has finished, and no further call
+        is issued after a failure.
         """
-        import grpc
-        from google.api_core.exceptions import from_grpc_error
-        from google.cloud.bigtable_v2.types import bigtable as bigtable_types
+        predicate = _signed_vaa_predicate()
 
-        request_type = bigtable_types.CheckAndMutateRowRequest.pb()
-        response_type = bigtable_types.CheckAndMutateRowResponse.pb()
-        # A new callable per call: the client may swap its channel (periodic refresh).
-        call = self._client.transport.grpc_channel.unary_unary(
-            "/google.bigtable.v2.Bigtable/CheckAndMutateRow",
-            request_serializer=request_type.SerializeToString,
-            response_deserializer=response_type.FromString,
-        )
-        predicate = _signed_vaa_predicate_pb()
-        table_name = self.events.table_name
-        app_profile = self.events.app_profile_id or ""
-        metadata = self._routing_metadata(table_name, app_profile)
-        timeout = self.settings.operation_timeout
-        results: list[bool] = [False] * len(rows)
-        pending: list[tuple[int, Any]] = []
-        error: grpc.RpcError | None = None
-
-        def settle(position: int, future: Any) -> None:
-            nonlocal error
-            try:
-                results[position] = not future.result().predicate_matched
-            except grpc.RpcError as failure:
-                error = error or failure
-
-        for position, (row_key, cells) in enumerate(rows):
-            if error is not None:
-                break
-            request = request_type(
-                table_name=table_name,
-                app_profile_id=app_profile,
-                row_key=row_key.encode(),
-                predicate_filter=predicate,
+        def write(row_key: str, cells: Sequence[Cell]) -> bool:
+            matched = self.events.check_and_mutate_row(
+                row_key, predicate, false_case_mutations=_mutations(cells)
             )
-            _add_set_cells(request.false_mutations, cells)
-            pending.append((position, call.future(request, timeout=timeout, metadata=metadata)))
-            if len(pending) >= in_flight:
-                settle(*pending.pop(0))
-        for position, future in pending:
-            settle(position, future)
-        if error is not None:
-            with _missing_tables_named(self.settings):
-                raise from_grpc_error(error) from error  # type: ignore[no-untyped-call]
-        return results
+            return not matched
 
-    def _routing_metadata(self, table_name: str, app_profile: str) -> list[tuple[str, str]]:
-        """The headers the data client sends with a CheckAndMutateRow (routing, client info)."""
-        from google.api_core.gapic_v1 import routing_header
+        pool = self._pool(in_flight)
+        calls: list[Future[bool]] = []
+        window: deque[Future[bool]] = deque()  # the calls outstanding, oldest first
+        for row_key, cells in rows:
+            if len(window) >= in_flight and window.popleft().exception() is not None:
+                break  # waits for the oldest call; a failure stops issuing more
+            call = pool.submit(write, row_key, cells)
+            calls.append(call)
+            window.append(call)
+        futures.wait(calls)
+        with _missing_tables_named(self.settings):
+            return [call.result() for call in calls]  # raises the first failure
 
-        return [
-            self._client.client_info.to_grpc_metadata(),
-            routing_header.to_grpc_metadata(  # type: ignore[no-untyped-call]
-                {"table_name": table_name, "app_profile_id": app_profile}
-            ),
-        ]
+    def _pool(self, workers: int) -> ThreadPoolExecutor:
+        """The threads that issue concurrent calls (made again when ``workers`` changes)."""
+        if self._threads is None or self._threads[0] != workers:
+            if self._threads is not None:
+                self._threads[1].shutdown()
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bigtable")
+            self._threads = (workers, pool)
+        return self._threads[1]
 
     # --- scans -----------------------------------------------------------------------------
 
@@ -465,27 +433,6 @@ def _signed_vaa_predicate() -> Any:
             rf.StripValueTransformerFilter(True),
         ]
     )
-
-
-@functools.cache
-def _signed_vaa_predicate_pb() -> Any:
-    """:func:`_signed_vaa_predicate` as the protobuf message the data client sends."""
-    from google.cloud.bigtable_v2.types import data
-
-    return data.RowFilter.pb(_signed_vaa_predicate()._to_pb())
-
-
-def _add_set_cells(mutations: Any, cells: Sequence[Cell]) -> None:
-    """Append a ``SetCell`` protobuf mutation per cell, as the data client's ``SetCell`` sends
-    it (fields set in place: about three times cheaper than building each message from
-    keyword arguments)."""
-    add = mutations.add
-    for cell in cells:
-        set_cell = add().set_cell
-        set_cell.family_name = cell.family
-        set_cell.column_qualifier = cell.qualifier.encode()
-        set_cell.timestamp_micros = cell.timestamp_micros
-        set_cell.value = cell.value
 
 
 def _mutations(cells: Sequence[Cell] | Sequence[IndexEntry]) -> list[Any]:

@@ -82,8 +82,8 @@ class WriterConfig:
     backoff_max: float = 5.0
     """Longest back-off delay (at least ``backoff_initial``)."""
     conditional_workers: int = 64
-    """Check-and-mutate calls in flight at once for rows reaching quorum (one client thread
-    issues them all as gRPC futures)."""
+    """Check-and-mutate calls in flight at once for rows reaching quorum (one data-client call
+    per pool thread)."""
     conditional_quorum: bool = True
     """Write a row's first SignedVAA with check-and-mutate (safe with any number of writers).
 

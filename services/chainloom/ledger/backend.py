@@ -26,7 +26,7 @@ import abc
 import importlib
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from chainloom.ledger.config import DatabaseSettings
 from chainloom.ledger.errors import LedgerConfigError, LedgerCorruptionError, LedgerInputError
@@ -34,6 +34,7 @@ from chainloom.ledger.types import (
     FIRST_KEY,
     LAST_KEY,
     NFT,
+    UINT32_MAX,
     AccountTransactionsData,
     BookOffersPage,
     LedgerHeader,
@@ -46,6 +47,7 @@ from chainloom.ledger.types import (
     TransactionAndMetadata,
     TransactionsAndCursor,
     TransactionsCursor,
+    nft_taxon,
 )
 from chainloom.ledger.xrpl import binary, keylets
 from chainloom.ledger.xrpl import fields as sf
@@ -129,8 +131,17 @@ def directory_entries(blob: bytes, key: bytes = b"") -> tuple[list[bytes], int]:
     return indexes, int.from_bytes(raw_next, "big")
 
 
+HistoryKind = Literal["account_tx", "nft_tx"]
+"""Which transaction history a page walks: an account's or an NFT's."""
+
+
 class BackendInterface(abc.ABC):
-    """Every read and write of the ledger history store (Clio's ``BackendInterface``)."""
+    """Every read and write of the ledger history store (Clio's ``BackendInterface``).
+
+    The public methods check their arguments and apply the range fence once, here; each backend
+    implements only the ``_fetch_*`` / ``_write_*`` primitives, which may assume valid arguments
+    and a visible sequence.
+    """
 
     def __init__(self) -> None:
         self._range: LedgerRange | None = None
@@ -144,7 +155,7 @@ class BackendInterface(abc.ABC):
 
     def hard_fetch_ledger_range(self) -> LedgerRange | None:
         """Read the range from the database and remember it."""
-        found = self._do_fetch_ledger_range()
+        found = self._fetch_ledger_range()
         with self._range_lock:
             self._range = found
         return found
@@ -162,44 +173,53 @@ class BackendInterface(abc.ABC):
             elif sequence > current.max_sequence:
                 self._range = LedgerRange(current.min_sequence, sequence)
 
-    @abc.abstractmethod
-    def _do_fetch_ledger_range(self) -> LedgerRange | None:
-        """Read both ``ledger_range`` rows (min = max when only one exists)."""
+    def _visible(self, sequence: int) -> bool:
+        """Check ``sequence`` is a uint32, then whether it is inside the committed range."""
+        return self.is_visible(check_sequence(sequence))
 
     # ------------------------------------------------------------------ ledgers
 
-    @abc.abstractmethod
     def fetch_ledger_by_sequence(self, sequence: int) -> LedgerHeader | None:
         """The header of a committed ledger."""
+        if not self._visible(sequence):
+            return None
+        blob = self._fetch_ledger_header(sequence)
+        return None if blob is None else LedgerHeader.parse(blob)
 
-    @abc.abstractmethod
     def fetch_ledger_by_hash(self, ledger_hash: bytes) -> LedgerHeader | None:
         """The header of a committed ledger found by its hash."""
+        sequence = self._fetch_ledger_sequence(check_key(ledger_hash, "ledger hash"))
+        return None if sequence is None else self.fetch_ledger_by_sequence(sequence)
 
-    @abc.abstractmethod
     def fetch_latest_ledger_sequence(self) -> int | None:
         """The ``is_latest`` row of ``ledger_range``, read from the database."""
+        return self._fetch_latest_ledger_sequence()
 
     # ------------------------------------------------------------------ transactions
 
-    @abc.abstractmethod
     def fetch_transaction(self, tx_hash: bytes) -> TransactionAndMetadata | None:
         """A transaction of a committed ledger by hash."""
+        return self.fetch_transactions([tx_hash])[0]
 
-    @abc.abstractmethod
     def fetch_transactions(self, hashes: Sequence[bytes]) -> list[TransactionAndMetadata | None]:
         """Transactions by hash, aligned with ``hashes`` (``None`` where not found)."""
+        checked = [check_key(tx_hash, "transaction hash") for tx_hash in hashes]
+        return [
+            tx if tx is not None and self.is_visible(tx.ledger_sequence) else None
+            for tx in self._fetch_transactions(checked)
+        ]
 
-    @abc.abstractmethod
     def fetch_all_transaction_hashes_in_ledger(self, sequence: int) -> list[bytes]:
         """Hashes of a committed ledger's transactions, in hash order."""
+        if not self._visible(sequence):
+            return []
+        return sorted(self._fetch_transaction_hashes(sequence))
 
     def fetch_all_transactions_in_ledger(self, sequence: int) -> list[TransactionAndMetadata]:
         """All of a committed ledger's transactions, in hash order."""
         hashes = self.fetch_all_transaction_hashes_in_ledger(sequence)
         return [tx for tx in self.fetch_transactions(hashes) if tx is not None]
 
-    @abc.abstractmethod
     def fetch_account_transactions(
         self,
         account: bytes,
@@ -212,24 +232,62 @@ class BackendInterface(abc.ABC):
         Backward is newest first, ``seq_idx < cursor``; forward ``seq_idx > cursor``. The
         returned cursor is the last row's ``seq_idx``, set only when ``limit`` rows came back.
         """
+        check_key(account, "account", 20)
+        return self._history_page("account_tx", account, limit, forward, cursor)
+
+    def _history_page(
+        self,
+        kind: HistoryKind,
+        partition: bytes,
+        limit: int,
+        forward: bool,
+        cursor: TransactionsCursor | None,
+    ) -> TransactionsAndCursor:
+        check_limit(limit)
+        current = self._range
+        if current is None:
+            return TransactionsAndCursor((), None)
+        ceiling = (current.max_sequence + 1, 0)  # rows of uncommitted ledgers stay hidden
+        if cursor is not None:
+            start = (cursor.ledger_sequence, cursor.transaction_index)
+        else:
+            start = (0, 0) if forward else (UINT32_MAX, UINT32_MAX)
+        if not forward:
+            start = min(start, ceiling)
+        rows = self._fetch_history(kind, partition, start, ceiling, limit=limit, forward=forward)
+        found = self.fetch_transactions([tx_hash for tx_hash, _, _ in rows])
+        next_cursor = None
+        if len(rows) == limit:
+            _, last_seq, last_idx = rows[-1]
+            if forward and kind == "nft_tx":
+                last_idx += 1  # NFT history goes forward with ">=": step past the last row
+            next_cursor = TransactionsCursor(last_seq, last_idx)
+        return TransactionsAndCursor(tuple(tx for tx in found if tx is not None), next_cursor)
 
     # ------------------------------------------------------------------ state
 
-    @abc.abstractmethod
     def fetch_ledger_object(self, key: bytes, sequence: int) -> bytes | None:
         """The object as of ``sequence`` (``None`` when absent or deleted)."""
+        return self.fetch_ledger_objects([key], sequence)[0] or None
 
-    @abc.abstractmethod
     def fetch_ledger_objects(self, keys: Sequence[bytes], sequence: int) -> list[bytes]:
         """Objects as of ``sequence``, aligned with ``keys`` (``b""`` when absent)."""
+        checked = [check_key(key) for key in keys]
+        if not self._visible(sequence):
+            return [b""] * len(checked)
+        return self._fetch_ledger_objects(checked, sequence)
 
-    @abc.abstractmethod
     def fetch_successor_key(self, key: bytes, sequence: int) -> bytes | None:
         """The key after ``key`` in the state at ``sequence``; ``None`` at the end.
 
         ``key`` must be a node of the list at ``sequence``: ``FIRST_KEY``, an object key or a
         book base. This is not a general "next key greater than X" lookup.
         """
+        check_key(key)
+        if not self._visible(sequence):
+            return None
+        successor = self._fetch_successor_key(key, sequence)
+        return None if successor is None or successor == LAST_KEY else successor
 
     def fetch_successor_object(self, key: bytes, sequence: int) -> LedgerObject | None:
         """The successor key and its object at ``sequence`` (blob empty if missing)."""
@@ -253,10 +311,9 @@ class BackendInterface(abc.ABC):
         ``sequence`` (objects are still read at ``sequence``, missing ones are dropped).
         """
         check_limit(limit)
-        check_sequence(sequence)
         if cursor is not None:
             check_key(cursor, "cursor")
-        if not self.is_visible(sequence):
+        if not self._visible(sequence):
             return LedgerPage((), None)
         current = self._range
         walk_sequence = current.max_sequence if out_of_order and current else sequence
@@ -289,12 +346,16 @@ class BackendInterface(abc.ABC):
                 )
         return LedgerPage(tuple(objects), keys[-1] if keys and not reached_end else None)
 
-    @abc.abstractmethod
     def fetch_ledger_diff(self, sequence: int) -> list[LedgerObject]:
         """The objects changed in ``sequence`` (empty blob = deleted there), in key order.
 
         Empty for the initial-load ledger, which writes no diff rows.
         """
+        if not self._visible(sequence):
+            return []
+        keys = sorted(self._fetch_diff_keys(sequence))
+        blobs = self._fetch_ledger_objects(keys, sequence)
+        return [LedgerObject(key, blob) for key, blob in zip(keys, blobs, strict=True)]
 
     def fetch_book_bases(self, sequence: int) -> list[bytes]:
         """Every book base with a successor row written at or before ``sequence``, in order.
@@ -310,10 +371,10 @@ class BackendInterface(abc.ABC):
         check_sequence(sequence)
         if not self.is_visible(sequence):
             return []
-        return [key for key in self._do_fetch_book_bases(sequence) if key != FIRST_KEY]
+        return [key for key in self._fetch_book_bases(sequence) if key != FIRST_KEY]
 
     @abc.abstractmethod
-    def _do_fetch_book_bases(self, sequence: int) -> list[bytes]:
+    def _fetch_book_bases(self, sequence: int) -> list[bytes]:
         """Sorted keys ending in eight zero bytes with a successor row at ``<= sequence`` (the
         list's head, ``FIRST_KEY``, among them)."""
 
@@ -321,7 +382,7 @@ class BackendInterface(abc.ABC):
         """Up to ``limit`` offers of the book whose base is ``book``, best quality first."""
         check_key(book, "book base")
         check_limit(limit)
-        if not self.is_visible(sequence):
+        if not self._visible(sequence):
             return BookOffersPage((), None)
         book_end = quality_next(book)
         tip = book
@@ -365,11 +426,13 @@ class BackendInterface(abc.ABC):
 
     # ------------------------------------------------------------------ NFTs
 
-    @abc.abstractmethod
     def fetch_nft(self, token_id: bytes, sequence: int) -> NFT | None:
         """The NFT's last recorded state at or before ``sequence``."""
+        check_key(token_id, "NFT token ID")
+        if not self._visible(sequence):
+            return None
+        return self._fetch_nft(token_id, sequence)
 
-    @abc.abstractmethod
     def fetch_nft_transactions(
         self,
         token_id: bytes,
@@ -378,8 +441,9 @@ class BackendInterface(abc.ABC):
         cursor: TransactionsCursor | None = None,
     ) -> TransactionsAndCursor:
         """An NFT's transactions; forward uses ``seq_idx >= cursor`` (cursor = last + 1)."""
+        check_key(token_id, "NFT token ID")
+        return self._history_page("nft_tx", token_id, limit, forward, cursor)
 
-    @abc.abstractmethod
     def fetch_nfts_by_issuer(
         self,
         issuer: bytes,
@@ -389,25 +453,44 @@ class BackendInterface(abc.ABC):
         cursor: bytes | None = None,
     ) -> NFTsAndCursor:
         """NFTs minted by ``issuer`` (optionally one taxon), in (taxon, token ID) order."""
+        check_key(issuer, "issuer", 20)
+        check_limit(limit)
+        check_sequence(sequence)
+        start = check_key(cursor, "cursor") if cursor is not None else bytes(32)
+        if taxon is not None:
+            token_ids = self._fetch_nft_ids_by_issuer(
+                issuer, check_sequence(taxon, "taxon"), start, limit, one_taxon=True
+            )
+        else:
+            start_taxon = nft_taxon(start) if cursor is not None else 0
+            token_ids = self._fetch_nft_ids_by_issuer(
+                issuer, start_taxon, start, limit, one_taxon=False
+            )
+        nfts = tuple(nft for nft in (self.fetch_nft(token, sequence) for token in token_ids) if nft)
+        return NFTsAndCursor(nfts, token_ids[-1] if len(token_ids) == limit else None)
 
     # ------------------------------------------------------------------ writes
 
     def start_writes(self) -> None:  # noqa: B027 - a no-op hook by design, as in Clio
         """Begin writing one ledger (a no-op unless a backend needs it)."""
 
-    @abc.abstractmethod
     def write_ledger(self, header: LedgerHeader, blob: bytes) -> None:
         """Store the header (``ledgers``) and its hash (``ledger_hashes``)."""
+        self._write_ledger(header, stored_header_blob(header, blob))
 
-    @abc.abstractmethod
     def write_ledger_object(self, key: bytes, sequence: int, blob: bytes) -> None:
         """Store an object version (empty blob = deleted); a ``diff`` row after the first."""
+        check_key(key)
+        check_sequence(sequence)
+        self._write_ledger_object(key, sequence, bytes(blob), with_diff=self._range is not None)
 
-    @abc.abstractmethod
     def write_successor(self, key: bytes, sequence: int, next_key: bytes) -> None:
         """Store ``key -> next_key`` valid from ``sequence`` on."""
+        check_key(key)
+        check_key(next_key, "next key")
+        check_sequence(sequence)
+        self._write_successor(key, sequence, next_key)
 
-    @abc.abstractmethod
     def write_transaction(
         self,
         tx_hash: bytes,
@@ -417,18 +500,32 @@ class BackendInterface(abc.ABC):
         metadata: bytes,
     ) -> None:
         """Store a transaction and index it under its ledger."""
+        check_key(tx_hash, "transaction hash")
+        check_sequence(sequence)
+        self._write_transaction(tx_hash, sequence, date, bytes(transaction), bytes(metadata))
 
-    @abc.abstractmethod
     def write_account_transactions(self, data: Sequence[AccountTransactionsData]) -> None:
         """Store ``account_tx`` rows: one per affected account of each transaction."""
+        for record in data:
+            check_key(record.tx_hash, "transaction hash")
+            for account in record.accounts:
+                check_key(account, "account", 20)
+        self._write_account_transactions(data)
 
-    @abc.abstractmethod
     def write_nfts(self, data: Sequence[NFTsData]) -> None:
         """Store NFT state changes (and issuer / URI rows for mints and initial loads)."""
+        for record in data:
+            check_key(record.token_id, "NFT token ID")
+            if not record.only_uri_changed:
+                check_key(record.owner, "NFT owner", 20)
+        self._write_nfts(data)
 
-    @abc.abstractmethod
     def write_nft_transactions(self, data: Sequence[NFTTransactionsData]) -> None:
         """Store ``nf_token_transactions`` rows."""
+        for record in data:
+            check_key(record.token_id, "NFT token ID")
+            check_key(record.tx_hash, "transaction hash")
+        self._write_nft_transactions(data)
 
     def finish_writes(self, sequence: int) -> bool:
         """Make ``sequence`` visible once all of its writes are durable.
@@ -452,10 +549,6 @@ class BackendInterface(abc.ABC):
         """
 
     @abc.abstractmethod
-    def _do_finish_writes(self, sequence: int) -> bool:
-        """Wait for every write, then compare-and-set the range to ``sequence``."""
-
-    @abc.abstractmethod
     def close(self) -> None:
         """Release connections (pending writes are abandoned, never made visible)."""
 
@@ -464,6 +557,111 @@ class BackendInterface(abc.ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    # ------------------------------------------------------------------ what a backend provides
+    # Arguments are already checked and the sequence visible: these only read and write rows.
+
+    @abc.abstractmethod
+    def _fetch_ledger_range(self) -> LedgerRange | None:
+        """Read both ``ledger_range`` rows (min = max when only one exists)."""
+
+    @abc.abstractmethod
+    def _fetch_latest_ledger_sequence(self) -> int | None:
+        """The ``is_latest`` row of ``ledger_range``."""
+
+    @abc.abstractmethod
+    def _fetch_ledger_header(self, sequence: int) -> bytes | None:
+        """The stored header blob of ``sequence``."""
+
+    @abc.abstractmethod
+    def _fetch_ledger_sequence(self, ledger_hash: bytes) -> int | None:
+        """The sequence stored under a ledger hash."""
+
+    @abc.abstractmethod
+    def _fetch_transactions(self, hashes: Sequence[bytes]) -> list[TransactionAndMetadata | None]:
+        """Stored transactions by hash, aligned with ``hashes``, committed or not."""
+
+    @abc.abstractmethod
+    def _fetch_transaction_hashes(self, sequence: int) -> list[bytes]:
+        """The hashes indexed under a ledger, in any order."""
+
+    @abc.abstractmethod
+    def _fetch_history(
+        self,
+        kind: HistoryKind,
+        partition: bytes,
+        start: tuple[int, int],
+        ceiling: tuple[int, int],
+        *,
+        limit: int,
+        forward: bool,
+    ) -> list[tuple[bytes, int, int]]:
+        """Up to ``limit`` ``(hash, sequence, index)`` rows of a history, in walk order.
+
+        Forward: ``start < seq_idx < ceiling`` (``start <= seq_idx`` for ``nft_tx``), oldest
+        first; backward: ``seq_idx < start``, newest first.
+        """
+
+    @abc.abstractmethod
+    def _fetch_ledger_objects(self, keys: Sequence[bytes], sequence: int) -> list[bytes]:
+        """Objects as of ``sequence``, aligned with ``keys`` (``b""`` when absent or deleted)."""
+
+    @abc.abstractmethod
+    def _fetch_successor_key(self, key: bytes, sequence: int) -> bytes | None:
+        """The stored successor of ``key`` at ``sequence`` (``LAST_KEY`` at the end)."""
+
+    @abc.abstractmethod
+    def _fetch_diff_keys(self, sequence: int) -> list[bytes]:
+        """The keys of the ``diff`` rows of ``sequence``, in any order."""
+
+    @abc.abstractmethod
+    def _fetch_nft(self, token_id: bytes, sequence: int) -> NFT | None:
+        """The NFT's last state row at or before ``sequence`` with its URI."""
+
+    @abc.abstractmethod
+    def _fetch_nft_ids_by_issuer(
+        self, issuer: bytes, taxon: int, start: bytes, limit: int, *, one_taxon: bool
+    ) -> list[bytes]:
+        """Up to ``limit`` token IDs of ``issuer`` after ``(taxon, start)``, in that order.
+
+        ``one_taxon``: only token IDs of ``taxon`` itself.
+        """
+
+    @abc.abstractmethod
+    def _write_ledger(self, header: LedgerHeader, stored: bytes) -> None:
+        """Write the ``ledgers`` and ``ledger_hashes`` rows (``stored``: the 150-byte form)."""
+
+    @abc.abstractmethod
+    def _write_ledger_object(
+        self, key: bytes, sequence: int, blob: bytes, *, with_diff: bool
+    ) -> None:
+        """Write an ``objects`` row, and a ``diff`` row when ``with_diff``."""
+
+    @abc.abstractmethod
+    def _write_successor(self, key: bytes, sequence: int, next_key: bytes) -> None:
+        """Write a ``successor`` row."""
+
+    @abc.abstractmethod
+    def _write_transaction(
+        self, tx_hash: bytes, sequence: int, date: int, transaction: bytes, metadata: bytes
+    ) -> None:
+        """Write the ``transactions`` and ``ledger_transactions`` rows."""
+
+    @abc.abstractmethod
+    def _write_account_transactions(self, data: Sequence[AccountTransactionsData]) -> None:
+        """Write the ``account_tx`` rows."""
+
+    @abc.abstractmethod
+    def _write_nfts(self, data: Sequence[NFTsData]) -> None:
+        """Write ``nf_tokens``, ``issuer_nf_tokens_v2`` and ``nf_token_uris`` rows."""
+
+    @abc.abstractmethod
+    def _write_nft_transactions(self, data: Sequence[NFTTransactionsData]) -> None:
+        """Write the ``nf_token_transactions`` rows."""
+
+    @abc.abstractmethod
+    def _do_finish_writes(self, sequence: int) -> bool:
+        """Wait for every write, then compare-and-set the range to ``sequence``."""
 
 
 def make_backend(config: DatabaseSettings | Mapping[str, Any]) -> BackendInterface:

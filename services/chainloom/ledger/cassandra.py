@@ -21,37 +21,24 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from cassandra.query import BatchStatement, BatchType
+
 from chainloom.backoff import Backoff
-from chainloom.ledger.backend import (
-    BackendInterface,
-    check_key,
-    check_limit,
-    check_sequence,
-    range_from_rows,
-    stored_header_blob,
-)
+from chainloom.ledger.backend import BackendInterface, HistoryKind, range_from_rows
 from chainloom.ledger.errors import BackendError
 from chainloom.ledger.types import (
-    LAST_KEY,
     NFT,
-    UINT32_MAX,
     AccountTransactionsData,
     LedgerHeader,
-    LedgerObject,
     LedgerRange,
-    NFTsAndCursor,
     NFTsData,
     NFTTransactionsData,
     TransactionAndMetadata,
-    TransactionsAndCursor,
-    TransactionsCursor,
-    nft_taxon,
 )
 from chainloom.settings import CassandraSettings
 
@@ -174,89 +161,17 @@ _QUERY_TEMPLATES = {
 
 
 BATCH_BYTES = 24 * 1024
+"""Payload bytes per batch at most, well under Cassandra's 50 KiB ``batch_size_fail_threshold``."""
 
 _WRITE_BACKOFF = Backoff(initial=0.001, maximum=1.0)
 """Waits before re-sending a write that timed out or found no replica."""
 _RANGE_BACKOFF = Backoff(initial=0.01, maximum=1.0)
 """Waits before retrying a ledger_range update whose outcome is unknown."""
-"""Payload bytes per batch at most, well under Cassandra's 50 KiB ``batch_size_fail_threshold``."""
 
 
 def _payload_size(values: tuple[Any, ...]) -> int:
+    """Bytes a row adds to a batch, roughly: blobs by length, every other value as 16."""
     return sum(len(v) if isinstance(v, bytes) else 16 for v in values)
-
-
-class _Insert:
-    """A prepared insert with what a batch needs of it, worked out once.
-
-    :meth:`encode` serializes values with the statement's own column types, exactly as
-    ``PreparedStatement.bind`` does, but without building a ``BoundStatement`` per row.
-    """
-
-    __slots__ = (
-        "_blob_indexes",
-        "_fixed_size",
-        "_serializers",
-        "keyspace",
-        "query_id",
-        "routing_index",
-        "statement",
-    )
-
-    def __init__(self, statement: Any) -> None:
-        from cassandra.cqltypes import BooleanType, BytesType, LongType
-        from cassandra.marshal import int8_pack, int64_pack
-
-        protocol_version = statement.protocol_version
-        self.statement = statement
-        """The ``PreparedStatement`` (sent on its own when a batch would hold one row)."""
-        self.query_id: bytes = statement.query_id
-        """The id the server knows the prepared statement by."""
-        columns = statement.column_metadata
-        self.keyspace: str | None = columns[0].keyspace_name if columns else None
-        """The keyspace a batch starting with this statement is routed to."""
-        indexes: list[int] = list(statement.routing_key_indexes or ())
-        self.routing_index: int | None = indexes[0] if len(indexes) == 1 else None
-        """The value that is the partition key (a single-column one), else None."""
-        # The column types' own serializers; for blob, bigint and boolean the functions
-        # those call (``bytes``, ``int64_pack``, ``int8_pack``), without the extra call.
-        serializers: list[Callable[[Any], bytes]] = []
-        for column in columns:
-            if column.type is BytesType:
-                serializers.append(bytes)
-            elif column.type is LongType:
-                serializers.append(int64_pack)
-            elif column.type is BooleanType:
-                serializers.append(int8_pack)
-            else:
-                serializers.append(functools.partial(_serialize, column.type, protocol_version))
-        self._serializers = tuple(serializers)
-        blobs = [i for i, column in enumerate(columns) if column.type is BytesType]
-        self._blob_indexes = tuple(blobs)
-        self._fixed_size = 16 * (len(columns) - len(blobs))
-
-    def encode(self, values: tuple[Any, ...]) -> tuple[list[Any], int]:
-        """The serialized values (None stays None) in column order, and the row's payload
-        size as :func:`_payload_size` counts it (a value of another column is never bytes)."""
-        serializers = self._serializers
-        if len(values) != len(serializers):
-            raise BackendError(
-                f"{self.statement.query_string.split('(')[0].strip()}: expected "
-                f"{len(serializers)} values, got {len(values)}"
-            )
-        size = self._fixed_size
-        for index in self._blob_indexes:
-            value = values[index]
-            size += len(value) if isinstance(value, bytes) else 16
-        encoded = [
-            None if value is None else serialize(value)
-            for serialize, value in zip(serializers, values, strict=True)
-        ]
-        return encoded, size
-
-
-def _serialize(column_type: Any, protocol_version: int, value: Any) -> bytes:
-    return column_type.serialize(value, protocol_version)  # type: ignore[no-any-return]
 
 
 class _WriteQueue:
@@ -272,16 +187,12 @@ class _WriteQueue:
     def __init__(
         self, session: Any, bound: int, retries: int, batch_size: int, consistency: int
     ) -> None:
-        from cassandra.query import BatchStatement, BatchType
-
         self._session = session
         self._slots = threading.BoundedSemaphore(bound)
         self._retries = retries
         self._batch_size = batch_size
         self._consistency = consistency
-        self._new_batch = BatchStatement
-        self._unlogged = BatchType.UNLOGGED
-        self._buffer: list[tuple[_Insert, tuple[Any, ...], list[Any]]] = []
+        self._buffer: list[tuple[Any, tuple[Any, ...]]] = []
         self._buffer_bytes = 0
         self._buffer_lock = threading.Lock()
         self._pending = 0
@@ -291,13 +202,14 @@ class _WriteQueue:
         self.retried = 0
         self.peak_in_flight = 0
 
-    def submit(self, insert: _Insert, values: tuple[Any, ...]) -> None:
-        encoded, size = insert.encode(values)
+    def submit(self, statement: Any, values: tuple[Any, ...]) -> None:
+        """Queue one insert (a prepared statement and its values); send a batch when full."""
+        size = _payload_size(values)
         batches = []
         with self._buffer_lock:
             if self._buffer and self._buffer_bytes + size > BATCH_BYTES:
                 batches.append(self._take())
-            self._buffer.append((insert, values, encoded))
+            self._buffer.append((statement, values))
             self._buffer_bytes += size
             if len(self._buffer) >= self._batch_size or self._buffer_bytes >= BATCH_BYTES:
                 batches.append(self._take())
@@ -311,33 +223,24 @@ class _WriteQueue:
         if items:
             self._send_new(items)
 
-    def _take(self) -> list[tuple[_Insert, tuple[Any, ...], list[Any]]]:
+    def _take(self) -> list[tuple[Any, tuple[Any, ...]]]:
         items, self._buffer, self._buffer_bytes = self._buffer, [], 0
         return items
 
-    def _send_new(self, items: list[tuple[_Insert, tuple[Any, ...], list[Any]]]) -> None:
+    def _send_new(self, items: list[tuple[Any, tuple[Any, ...]]]) -> None:
         self._slots.acquire()
         with self._idle:
             self._pending += 1
             self.peak_in_flight = max(self.peak_in_flight, self._pending)
             self.started += len(items)
         if len(items) == 1:
-            insert, values, _ = items[0]
-            request: Any = (insert.statement, values)
+            request: tuple[Any, Any] = items[0]
         else:
-            # What BatchStatement.add does for each prepared statement, without binding a
-            # BoundStatement per row: the values are already serialized by their column types.
-            batch = self._new_batch(batch_type=self._unlogged, consistency_level=self._consistency)
-            batch._statements_and_parameters = [
-                (True, insert.query_id, encoded) for insert, _, encoded in items
-            ]
-            for insert, _, encoded in items:  # the first row with a partition key routes it
-                if insert.keyspace and insert.routing_index is not None:
-                    routing_key = encoded[insert.routing_index]
-                    if routing_key:
-                        batch.routing_key = routing_key
-                        batch.keyspace = insert.keyspace
-                        break
+            batch = BatchStatement(
+                batch_type=BatchType.UNLOGGED, consistency_level=self._consistency
+            )
+            for statement, values in items:
+                batch.add(statement, values)
             batch.is_idempotent = True
             request = (batch, None)
         self._send(request, len(items), 0)
@@ -440,11 +343,6 @@ class CassandraBackend(BackendInterface):
             ) from error
         for statement in self._statements.values():
             statement.is_idempotent = True
-        self._inserts = {
-            name: _Insert(statement)
-            for name, statement in self._statements.items()
-            if name.startswith("insert_")
-        }
         self._writes = _WriteQueue(
             self._session,
             config.max_concurrent_writes,
@@ -471,7 +369,7 @@ class CassandraBackend(BackendInterface):
     def _write(self, name: str, *values: Any) -> None:
         if self._read_only:
             raise BackendError(f"keyspace {self._config.keyspace} was opened read-only")
-        self._writes.submit(self._inserts[name], values)
+        self._writes.submit(self._statements[name], values)
 
     @property
     def write_stats(self) -> dict[str, int]:
@@ -491,135 +389,66 @@ class CassandraBackend(BackendInterface):
         profile = self._cluster.profile_manager.profiles[EXEC_PROFILE_DEFAULT]
         return str(ConsistencyLevel.value_to_name[profile.consistency_level])
 
-    def _do_fetch_ledger_range(self) -> LedgerRange | None:
+    def _fetch_ledger_range(self) -> LedgerRange | None:
         rows = {row.is_latest: row.sequence for row in self._read("select_range")}
         return range_from_rows(rows.get(False), rows.get(True))
 
-    # ------------------------------------------------------------------ ledgers
+    # ------------------------------------------------------------------ reads
 
-    def fetch_ledger_by_sequence(self, sequence: int) -> LedgerHeader | None:
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return None
-        rows = self._read("select_ledger", sequence)
-        return LedgerHeader.parse(rows[0].header) if rows else None
-
-    def fetch_ledger_by_hash(self, ledger_hash: bytes) -> LedgerHeader | None:
-        check_key(ledger_hash, "ledger hash")
-        rows = self._read("select_ledger_by_hash", ledger_hash)
-        return self.fetch_ledger_by_sequence(rows[0].sequence) if rows else None
-
-    def fetch_latest_ledger_sequence(self) -> int | None:
+    def _fetch_latest_ledger_sequence(self) -> int | None:
         rows = self._read("select_latest")
         return int(rows[0].sequence) if rows and rows[0].sequence is not None else None
 
-    # ------------------------------------------------------------------ transactions
+    def _fetch_ledger_header(self, sequence: int) -> bytes | None:
+        rows = self._read("select_ledger", sequence)
+        return bytes(rows[0].header) if rows else None
 
-    def _transaction(self, row: Any) -> TransactionAndMetadata | None:
-        if row is None or not self.is_visible(row.ledger_sequence):
-            return None
-        return TransactionAndMetadata(row.transaction, row.metadata, row.ledger_sequence, row.date)
+    def _fetch_ledger_sequence(self, ledger_hash: bytes) -> int | None:
+        rows = self._read("select_ledger_by_hash", ledger_hash)
+        return int(rows[0].sequence) if rows else None
 
-    def fetch_transaction(self, tx_hash: bytes) -> TransactionAndMetadata | None:
-        check_key(tx_hash, "transaction hash")
-        rows = self._read("select_transaction", tx_hash)
-        return self._transaction(rows[0] if rows else None)
-
-    def fetch_transactions(self, hashes: Sequence[bytes]) -> list[TransactionAndMetadata | None]:
-        for tx_hash in hashes:
-            check_key(tx_hash, "transaction hash")
+    def _fetch_transactions(self, hashes: Sequence[bytes]) -> list[TransactionAndMetadata | None]:
         results = self._read_many("select_transaction", [(h,) for h in hashes])
-        return [self._transaction(rows[0] if rows else None) for rows in results]
+        return [
+            TransactionAndMetadata(
+                rows[0].transaction, rows[0].metadata, rows[0].ledger_sequence, rows[0].date
+            )
+            if rows
+            else None
+            for rows in results
+        ]
 
-    def fetch_all_transaction_hashes_in_ledger(self, sequence: int) -> list[bytes]:
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return []
+    def _fetch_transaction_hashes(self, sequence: int) -> list[bytes]:
         return [row.hash for row in self._read("select_ledger_transactions", sequence)]
 
-    def _history_page(
+    def _fetch_history(
         self,
-        kind: str,
+        kind: HistoryKind,
         partition: bytes,
+        start: tuple[int, int],
+        ceiling: tuple[int, int],
         *,
         limit: int,
         forward: bool,
-        cursor: TransactionsCursor | None,
-    ) -> TransactionsAndCursor:
-        check_limit(limit)
-        current = self.fetch_ledger_range()
-        if current is None:
-            return TransactionsAndCursor((), None)
-        ceiling = (current.max_sequence + 1, 0)  # rows of uncommitted ledgers stay hidden
+    ) -> list[tuple[bytes, int, int]]:
         if forward:
-            start = (cursor.ledger_sequence, cursor.transaction_index) if cursor else (0, 0)
             rows = self._read(f"select_{kind}_forward", partition, start, ceiling, limit)
         else:
-            start = (
-                (cursor.ledger_sequence, cursor.transaction_index)
-                if cursor
-                else (UINT32_MAX, UINT32_MAX)
-            )
-            rows = self._read(f"select_{kind}_backward", partition, min(start, ceiling), limit)
-        found = self.fetch_transactions([row.hash for row in rows])
-        next_cursor = None
-        if len(rows) == limit:
-            last_seq, last_idx = rows[-1].seq_idx
-            if forward and kind == "nft_tx":
-                last_idx += 1  # NFT history goes forward with ">=": step past the last row
-            next_cursor = TransactionsCursor(last_seq, last_idx)
-        return TransactionsAndCursor(tuple(tx for tx in found if tx is not None), next_cursor)
+            rows = self._read(f"select_{kind}_backward", partition, start, limit)
+        return [(row.hash, *row.seq_idx) for row in rows]
 
-    def fetch_account_transactions(
-        self,
-        account: bytes,
-        limit: int,
-        forward: bool,
-        cursor: TransactionsCursor | None = None,
-    ) -> TransactionsAndCursor:
-        check_key(account, "account", 20)
-        return self._history_page(
-            "account_tx", account, limit=limit, forward=forward, cursor=cursor
-        )
-
-    # ------------------------------------------------------------------ state
-
-    def fetch_ledger_object(self, key: bytes, sequence: int) -> bytes | None:
-        check_key(key)
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return None
-        rows = self._read("select_object", key, sequence)
-        return rows[0].object if rows and rows[0].object else None
-
-    def fetch_ledger_objects(self, keys: Sequence[bytes], sequence: int) -> list[bytes]:
-        check_sequence(sequence)
-        for key in keys:
-            check_key(key)
-        if not self.is_visible(sequence):
-            return [b""] * len(keys)
+    def _fetch_ledger_objects(self, keys: Sequence[bytes], sequence: int) -> list[bytes]:
         results = self._read_many("select_object", [(key, sequence) for key in keys])
         return [rows[0].object or b"" if rows else b"" for rows in results]
 
-    def fetch_successor_key(self, key: bytes, sequence: int) -> bytes | None:
-        check_key(key)
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return None
+    def _fetch_successor_key(self, key: bytes, sequence: int) -> bytes | None:
         rows = self._read("select_successor", key, sequence)
-        if not rows or rows[0].next == LAST_KEY:
-            return None
-        return bytes(rows[0].next)
+        return bytes(rows[0].next) if rows else None
 
-    def fetch_ledger_diff(self, sequence: int) -> list[LedgerObject]:
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return []
-        keys = [row.key for row in self._read("select_diff", sequence)]
-        blobs = self.fetch_ledger_objects(keys, sequence)
-        return [LedgerObject(key, blob) for key, blob in zip(keys, blobs, strict=True)]
+    def _fetch_diff_keys(self, sequence: int) -> list[bytes]:
+        return [row.key for row in self._read("select_diff", sequence)]
 
-    def _do_fetch_book_bases(self, sequence: int) -> list[bytes]:
+    def _fetch_book_bases(self, sequence: int) -> list[bytes]:
         # One row per partition: its first (lowest) seq, so "first written at or before".
         # The driver pages through the scan.
         found = (
@@ -631,15 +460,11 @@ class CassandraBackend(BackendInterface):
 
     # ------------------------------------------------------------------ NFTs
 
-    def fetch_nft(self, token_id: bytes, sequence: int) -> NFT | None:
-        check_key(token_id, "NFT token ID")
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return None
+    def _fetch_nft(self, token_id: bytes, sequence: int) -> NFT | None:
         state = self._read("select_nft", token_id, sequence)
-        uri = self._read("select_nft_uri", token_id, sequence)
         if not state:
             return None
+        uri = self._read("select_nft_uri", token_id, sequence)
         row = state[0]
         return NFT(
             token_id,
@@ -649,90 +474,50 @@ class CassandraBackend(BackendInterface):
             bool(row.is_burned),
         )
 
-    def fetch_nft_transactions(
-        self,
-        token_id: bytes,
-        limit: int,
-        forward: bool,
-        cursor: TransactionsCursor | None = None,
-    ) -> TransactionsAndCursor:
-        check_key(token_id, "NFT token ID")
-        return self._history_page("nft_tx", token_id, limit=limit, forward=forward, cursor=cursor)
-
-    def fetch_nfts_by_issuer(
-        self,
-        issuer: bytes,
-        taxon: int | None,
-        sequence: int,
-        limit: int,
-        cursor: bytes | None = None,
-    ) -> NFTsAndCursor:
-        check_key(issuer, "issuer", 20)
-        check_limit(limit)
-        check_sequence(sequence)
-        start = check_key(cursor, "cursor") if cursor is not None else bytes(32)
-        if taxon is not None:
-            check_sequence(taxon, "taxon")
+    def _fetch_nft_ids_by_issuer(
+        self, issuer: bytes, taxon: int, start: bytes, limit: int, *, one_taxon: bool
+    ) -> list[bytes]:
+        if one_taxon:
             rows = self._read("select_nfts_by_issuer_taxon", issuer, taxon, start, limit)
         else:
-            start_taxon = nft_taxon(start) if cursor is not None else 0
-            rows = self._read("select_nfts_by_issuer", issuer, start_taxon, start, limit)
-        token_ids = [row.token_id for row in rows]
-        nfts = tuple(nft for nft in (self.fetch_nft(token, sequence) for token in token_ids) if nft)
-        return NFTsAndCursor(nfts, token_ids[-1] if len(token_ids) == limit else None)
+            rows = self._read("select_nfts_by_issuer", issuer, taxon, start, limit)
+        return [row.token_id for row in rows]
 
     # ------------------------------------------------------------------ writes
 
-    def write_ledger(self, header: LedgerHeader, blob: bytes) -> None:
-        stored = stored_header_blob(header, blob)
+    def _write_ledger(self, header: LedgerHeader, stored: bytes) -> None:
         self._write("insert_ledger", header.sequence, stored)
         self._write("insert_ledger_hash", header.hash, header.sequence)
 
-    def write_ledger_object(self, key: bytes, sequence: int, blob: bytes) -> None:
-        check_key(key)
-        check_sequence(sequence)
-        if self._range is not None:
+    def _write_ledger_object(
+        self, key: bytes, sequence: int, blob: bytes, *, with_diff: bool
+    ) -> None:
+        if with_diff:
             self._write("insert_diff", sequence, key)
-        self._write("insert_object", key, sequence, bytes(blob))
+        self._write("insert_object", key, sequence, blob)
 
-    def write_successor(self, key: bytes, sequence: int, next_key: bytes) -> None:
-        check_key(key)
-        check_key(next_key, "next key")
-        check_sequence(sequence)
+    def _write_successor(self, key: bytes, sequence: int, next_key: bytes) -> None:
         self._write("insert_successor", key, sequence, next_key)
 
-    def write_transaction(
-        self,
-        tx_hash: bytes,
-        sequence: int,
-        date: int,
-        transaction: bytes,
-        metadata: bytes,
+    def _write_transaction(
+        self, tx_hash: bytes, sequence: int, date: int, transaction: bytes, metadata: bytes
     ) -> None:
-        check_key(tx_hash, "transaction hash")
-        check_sequence(sequence)
         self._write("insert_ledger_transaction", sequence, tx_hash)
-        self._write(
-            "insert_transaction", tx_hash, sequence, date, bytes(transaction), bytes(metadata)
-        )
+        self._write("insert_transaction", tx_hash, sequence, date, transaction, metadata)
 
-    def write_account_transactions(self, data: Sequence[AccountTransactionsData]) -> None:
+    def _write_account_transactions(self, data: Sequence[AccountTransactionsData]) -> None:
         for record in data:
-            check_key(record.tx_hash, "transaction hash")
             seq_idx = (record.ledger_sequence, record.transaction_index)
             for account in record.accounts:
-                check_key(account, "account", 20)
                 self._write("insert_account_tx", account, seq_idx, record.tx_hash)
 
-    def write_nfts(self, data: Sequence[NFTsData]) -> None:
+    def _write_nfts(self, data: Sequence[NFTsData]) -> None:
         for record in data:
-            check_key(record.token_id, "NFT token ID")
             if record.only_uri_changed:
                 self._write(
                     "insert_nft_uri", record.token_id, record.ledger_sequence, record.uri or b""
                 )
                 continue
-            check_key(record.owner, "NFT owner", 20)
             self._write(
                 "insert_nft",
                 record.token_id,
@@ -744,10 +529,8 @@ class CassandraBackend(BackendInterface):
                 self._write("insert_issuer_nft", record.issuer, record.taxon, record.token_id)
                 self._write("insert_nft_uri", record.token_id, record.ledger_sequence, record.uri)
 
-    def write_nft_transactions(self, data: Sequence[NFTTransactionsData]) -> None:
+    def _write_nft_transactions(self, data: Sequence[NFTTransactionsData]) -> None:
         for record in data:
-            check_key(record.token_id, "NFT token ID")
-            check_key(record.tx_hash, "transaction hash")
             seq_idx = (record.ledger_sequence, record.transaction_index)
             self._write("insert_nft_tx", record.token_id, seq_idx, record.tx_hash)
 

@@ -19,31 +19,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from chainloom.ledger.backend import (
-    BackendInterface,
-    check_key,
-    check_limit,
-    check_sequence,
-    range_from_rows,
-    stored_header_blob,
-)
+from chainloom.ledger.backend import BackendInterface, HistoryKind, range_from_rows
 from chainloom.ledger.config import SqliteSettings
 from chainloom.ledger.errors import BackendError
 from chainloom.ledger.types import (
-    LAST_KEY,
     NFT,
-    UINT32_MAX,
     AccountTransactionsData,
     LedgerHeader,
-    LedgerObject,
     LedgerRange,
-    NFTsAndCursor,
     NFTsData,
     NFTTransactionsData,
     TransactionAndMetadata,
-    TransactionsAndCursor,
-    TransactionsCursor,
-    nft_taxon,
 )
 
 SCHEMA = """
@@ -94,7 +80,7 @@ _UPDATE_RANGE = (
 )
 
 
-# Transaction histories: (table, forward) -> query. Backward is newest first below the cursor;
+# Transaction histories: (kind, forward) -> query. Backward is newest first below the cursor;
 # forward is "> cursor" for accounts and ">= cursor" for NFTs (Clio's rule). Both stop below
 # the first uncommitted ledger.
 _HISTORY_QUERIES = {
@@ -106,11 +92,11 @@ _HISTORY_QUERIES = {
         "SELECT hash, seq, idx FROM account_tx WHERE account = ? AND (seq, idx) > (?, ?) "
         "AND (seq, idx) < (?, ?) ORDER BY seq ASC, idx ASC LIMIT ?"
     ),
-    ("nf_token_transactions", False): (
+    ("nft_tx", False): (
         "SELECT hash, seq, idx FROM nf_token_transactions WHERE token_id = ? "
         "AND (seq, idx) < (?, ?) AND (seq, idx) < (?, ?) ORDER BY seq DESC, idx DESC LIMIT ?"
     ),
-    ("nf_token_transactions", True): (
+    ("nft_tx", True): (
         "SELECT hash, seq, idx FROM nf_token_transactions WHERE token_id = ? "
         "AND (seq, idx) >= (?, ?) AND (seq, idx) < (?, ?) ORDER BY seq ASC, idx ASC LIMIT ?"
     ),
@@ -173,165 +159,92 @@ class SqliteBackend(BackendInterface):
             except sqlite3.Error as error:
                 raise BackendError(f"SQLite write failed ({self._config.path}): {error}") from error
 
-    def _do_fetch_ledger_range(self) -> LedgerRange | None:
+    def _fetch_ledger_range(self) -> LedgerRange | None:
         with self._reading() as db:
             rows = dict(db.execute("SELECT is_latest, sequence FROM ledger_range").fetchall())
         return range_from_rows(rows.get(0), rows.get(1))
 
-    # ------------------------------------------------------------------ ledgers
+    # ------------------------------------------------------------------ reads
 
-    def fetch_ledger_by_sequence(self, sequence: int) -> LedgerHeader | None:
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return None
-        with self._reading() as db:
-            row = db.execute(
-                "SELECT header FROM ledgers WHERE sequence = ?", (sequence,)
-            ).fetchone()
-        return None if row is None else LedgerHeader.parse(row[0])
-
-    def fetch_ledger_by_hash(self, ledger_hash: bytes) -> LedgerHeader | None:
-        check_key(ledger_hash, "ledger hash")
-        with self._reading() as db:
-            row = db.execute(
-                "SELECT sequence FROM ledger_hashes WHERE hash = ?", (ledger_hash,)
-            ).fetchone()
-        return None if row is None else self.fetch_ledger_by_sequence(row[0])
-
-    def fetch_latest_ledger_sequence(self) -> int | None:
+    def _fetch_latest_ledger_sequence(self) -> int | None:
         with self._reading() as db:
             row = db.execute("SELECT sequence FROM ledger_range WHERE is_latest = 1").fetchone()
         return None if row is None else int(row[0])
 
-    # ------------------------------------------------------------------ transactions
-
-    def fetch_transaction(self, tx_hash: bytes) -> TransactionAndMetadata | None:
-        check_key(tx_hash, "transaction hash")
+    def _fetch_ledger_header(self, sequence: int) -> bytes | None:
         with self._reading() as db:
             row = db.execute(
-                'SELECT "transaction", metadata, ledger_sequence, date FROM transactions '
-                "WHERE hash = ?",
-                (tx_hash,),
+                "SELECT header FROM ledgers WHERE sequence = ?", (sequence,)
             ).fetchone()
-        if row is None or not self.is_visible(row[2]):
-            return None
-        return TransactionAndMetadata(row[0], row[1], row[2], row[3])
+        return None if row is None else bytes(row[0])
 
-    def fetch_transactions(self, hashes: Sequence[bytes]) -> list[TransactionAndMetadata | None]:
-        return [self.fetch_transaction(tx_hash) for tx_hash in hashes]
+    def _fetch_ledger_sequence(self, ledger_hash: bytes) -> int | None:
+        with self._reading() as db:
+            row = db.execute(
+                "SELECT sequence FROM ledger_hashes WHERE hash = ?", (ledger_hash,)
+            ).fetchone()
+        return None if row is None else int(row[0])
 
-    def fetch_all_transaction_hashes_in_ledger(self, sequence: int) -> list[bytes]:
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return []
+    def _fetch_transactions(self, hashes: Sequence[bytes]) -> list[TransactionAndMetadata | None]:
+        found: list[TransactionAndMetadata | None] = []
+        with self._reading() as db:
+            for tx_hash in hashes:
+                row = db.execute(
+                    'SELECT "transaction", metadata, ledger_sequence, date FROM transactions '
+                    "WHERE hash = ?",
+                    (tx_hash,),
+                ).fetchone()
+                found.append(None if row is None else TransactionAndMetadata(*row))
+        return found
+
+    def _fetch_transaction_hashes(self, sequence: int) -> list[bytes]:
         with self._reading() as db:
             rows = db.execute(
-                "SELECT hash FROM ledger_transactions WHERE ledger_sequence = ? ORDER BY hash",
-                (sequence,),
+                "SELECT hash FROM ledger_transactions WHERE ledger_sequence = ?", (sequence,)
             ).fetchall()
         return [row[0] for row in rows]
 
-    def _history_page(
+    def _fetch_history(
         self,
-        table: str,
+        kind: HistoryKind,
         partition: bytes,
+        start: tuple[int, int],
+        ceiling: tuple[int, int],
         *,
         limit: int,
         forward: bool,
-        cursor: TransactionsCursor | None,
-        inclusive_forward: bool,
-    ) -> TransactionsAndCursor:
-        check_limit(limit)
-        current = self.fetch_ledger_range()
-        if current is None:
-            return TransactionsAndCursor((), None)
-        ceiling = (current.max_sequence + 1, 0)  # rows of uncommitted ledgers stay hidden
-        if forward:
-            start = (cursor.ledger_sequence, cursor.transaction_index) if cursor else (0, 0)
-        else:
-            start = (
-                (cursor.ledger_sequence, cursor.transaction_index)
-                if cursor
-                else (UINT32_MAX, UINT32_MAX)
-            )
-            start = min(start, ceiling)
-        query = _HISTORY_QUERIES[table, forward]
+    ) -> list[tuple[bytes, int, int]]:
         with self._reading() as db:
-            rows = db.execute(query, (partition, *start, *ceiling, limit)).fetchall()
-        found = self.fetch_transactions([row[0] for row in rows])
-        transactions = tuple(tx for tx in found if tx is not None)
-        next_cursor = None
-        if len(rows) == limit:
-            last_seq, last_idx = rows[-1][1], rows[-1][2]
-            if forward and inclusive_forward:
-                last_idx += 1
-            next_cursor = TransactionsCursor(last_seq, last_idx)
-        return TransactionsAndCursor(transactions, next_cursor)
+            rows = db.execute(
+                _HISTORY_QUERIES[kind, forward], (partition, *start, *ceiling, limit)
+            ).fetchall()
+        return [(row[0], row[1], row[2]) for row in rows]
 
-    def fetch_account_transactions(
-        self,
-        account: bytes,
-        limit: int,
-        forward: bool,
-        cursor: TransactionsCursor | None = None,
-    ) -> TransactionsAndCursor:
-        check_key(account, "account", 20)
-        return self._history_page(
-            "account_tx",
-            account,
-            limit=limit,
-            forward=forward,
-            cursor=cursor,
-            inclusive_forward=False,
-        )
-
-    # ------------------------------------------------------------------ state
-
-    def fetch_ledger_object(self, key: bytes, sequence: int) -> bytes | None:
-        check_key(key)
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return None
+    def _fetch_ledger_objects(self, keys: Sequence[bytes], sequence: int) -> list[bytes]:
+        blobs = []
         with self._reading() as db:
-            row = db.execute(
-                "SELECT object FROM objects WHERE key = ? AND sequence <= ? "
-                "ORDER BY sequence DESC LIMIT 1",
-                (key, sequence),
-            ).fetchone()
-        return row[0] if row is not None and row[0] else None
+            for key in keys:
+                row = db.execute(
+                    "SELECT object FROM objects WHERE key = ? AND sequence <= ? "
+                    "ORDER BY sequence DESC LIMIT 1",
+                    (key, sequence),
+                ).fetchone()
+                blobs.append(row[0] or b"" if row is not None else b"")
+        return blobs
 
-    def fetch_ledger_objects(self, keys: Sequence[bytes], sequence: int) -> list[bytes]:
-        return [self.fetch_ledger_object(key, sequence) or b"" for key in keys]
-
-    def fetch_successor_key(self, key: bytes, sequence: int) -> bytes | None:
-        check_key(key)
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return None
+    def _fetch_successor_key(self, key: bytes, sequence: int) -> bytes | None:
         with self._reading() as db:
             row = db.execute(
                 "SELECT next FROM successor WHERE key = ? AND seq <= ? ORDER BY seq DESC LIMIT 1",
                 (key, sequence),
             ).fetchone()
-        if row is None or row[0] == LAST_KEY:
-            return None
-        return bytes(row[0])
+        return None if row is None else bytes(row[0])
 
-    def fetch_ledger_diff(self, sequence: int) -> list[LedgerObject]:
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return []
+    def _fetch_diff_keys(self, sequence: int) -> list[bytes]:
         with self._reading() as db:
-            keys = [
-                row[0]
-                for row in db.execute(
-                    "SELECT key FROM diff WHERE seq = ? ORDER BY key", (sequence,)
-                )
-            ]
-        blobs = self.fetch_ledger_objects(keys, sequence)
-        return [LedgerObject(key, blob) for key, blob in zip(keys, blobs, strict=True)]
+            return [row[0] for row in db.execute("SELECT key FROM diff WHERE seq = ?", (sequence,))]
 
-    def _do_fetch_book_bases(self, sequence: int) -> list[bytes]:
+    def _fetch_book_bases(self, sequence: int) -> list[bytes]:
         with self._reading() as db:
             rows = db.execute(
                 "SELECT DISTINCT key FROM successor "
@@ -342,11 +255,7 @@ class SqliteBackend(BackendInterface):
 
     # ------------------------------------------------------------------ NFTs
 
-    def fetch_nft(self, token_id: bytes, sequence: int) -> NFT | None:
-        check_key(token_id, "NFT token ID")
-        check_sequence(sequence)
-        if not self.is_visible(sequence):
-            return None
+    def _fetch_nft(self, token_id: bytes, sequence: int) -> NFT | None:
         with self._reading() as db:
             row = db.execute(
                 "SELECT sequence, owner, is_burned FROM nf_tokens WHERE token_id = ? "
@@ -362,58 +271,27 @@ class SqliteBackend(BackendInterface):
             ).fetchone()
         return NFT(token_id, row[0], row[1], None if uri is None else uri[0], bool(row[2]))
 
-    def fetch_nft_transactions(
-        self,
-        token_id: bytes,
-        limit: int,
-        forward: bool,
-        cursor: TransactionsCursor | None = None,
-    ) -> TransactionsAndCursor:
-        check_key(token_id, "NFT token ID")
-        return self._history_page(
-            "nf_token_transactions",
-            token_id,
-            limit=limit,
-            forward=forward,
-            cursor=cursor,
-            inclusive_forward=True,
-        )
-
-    def fetch_nfts_by_issuer(
-        self,
-        issuer: bytes,
-        taxon: int | None,
-        sequence: int,
-        limit: int,
-        cursor: bytes | None = None,
-    ) -> NFTsAndCursor:
-        check_key(issuer, "issuer", 20)
-        check_limit(limit)
-        check_sequence(sequence)
-        start = check_key(cursor, "cursor") if cursor is not None else bytes(32)
+    def _fetch_nft_ids_by_issuer(
+        self, issuer: bytes, taxon: int, start: bytes, limit: int, *, one_taxon: bool
+    ) -> list[bytes]:
         with self._reading() as db:
-            if taxon is not None:
-                check_sequence(taxon, "taxon")
+            if one_taxon:
                 rows = db.execute(
                     "SELECT token_id FROM issuer_nf_tokens_v2 WHERE issuer = ? AND taxon = ? "
                     "AND token_id > ? ORDER BY taxon ASC, token_id ASC LIMIT ?",
                     (issuer, taxon, start, limit),
                 ).fetchall()
             else:
-                start_taxon = nft_taxon(start) if cursor is not None else 0
                 rows = db.execute(
                     "SELECT token_id FROM issuer_nf_tokens_v2 WHERE issuer = ? "
                     "AND (taxon, token_id) > (?, ?) ORDER BY taxon ASC, token_id ASC LIMIT ?",
-                    (issuer, start_taxon, start, limit),
+                    (issuer, taxon, start, limit),
                 ).fetchall()
-        token_ids = [row[0] for row in rows]
-        nfts = tuple(nft for nft in (self.fetch_nft(token, sequence) for token in token_ids) if nft)
-        return NFTsAndCursor(nfts, token_ids[-1] if len(token_ids) == limit else None)
+        return [row[0] for row in rows]
 
     # ------------------------------------------------------------------ writes
 
-    def write_ledger(self, header: LedgerHeader, blob: bytes) -> None:
-        stored = stored_header_blob(header, blob)
+    def _write_ledger(self, header: LedgerHeader, stored: bytes) -> None:
         with self._writing() as db:
             db.execute(
                 "INSERT OR REPLACE INTO ledgers (sequence, header) VALUES (?, ?)",
@@ -424,37 +302,27 @@ class SqliteBackend(BackendInterface):
                 (header.hash, header.sequence),
             )
 
-    def write_ledger_object(self, key: bytes, sequence: int, blob: bytes) -> None:
-        check_key(key)
-        check_sequence(sequence)
+    def _write_ledger_object(
+        self, key: bytes, sequence: int, blob: bytes, *, with_diff: bool
+    ) -> None:
         with self._writing() as db:
-            if self._range is not None:
+            if with_diff:
                 db.execute("INSERT OR REPLACE INTO diff (seq, key) VALUES (?, ?)", (sequence, key))
             db.execute(
                 "INSERT OR REPLACE INTO objects (key, sequence, object) VALUES (?, ?, ?)",
-                (key, sequence, bytes(blob)),
+                (key, sequence, blob),
             )
 
-    def write_successor(self, key: bytes, sequence: int, next_key: bytes) -> None:
-        check_key(key)
-        check_key(next_key, "next key")
-        check_sequence(sequence)
+    def _write_successor(self, key: bytes, sequence: int, next_key: bytes) -> None:
         with self._writing() as db:
             db.execute(
                 "INSERT OR REPLACE INTO successor (key, seq, next) VALUES (?, ?, ?)",
                 (key, sequence, next_key),
             )
 
-    def write_transaction(
-        self,
-        tx_hash: bytes,
-        sequence: int,
-        date: int,
-        transaction: bytes,
-        metadata: bytes,
+    def _write_transaction(
+        self, tx_hash: bytes, sequence: int, date: int, transaction: bytes, metadata: bytes
     ) -> None:
-        check_key(tx_hash, "transaction hash")
-        check_sequence(sequence)
         with self._writing() as db:
             db.execute(
                 "INSERT OR REPLACE INTO ledger_transactions (ledger_sequence, hash) VALUES (?, ?)",
@@ -463,32 +331,27 @@ class SqliteBackend(BackendInterface):
             db.execute(
                 'INSERT OR REPLACE INTO transactions (hash, ledger_sequence, date, "transaction", '
                 "metadata) VALUES (?, ?, ?, ?, ?)",
-                (tx_hash, sequence, date, bytes(transaction), bytes(metadata)),
+                (tx_hash, sequence, date, transaction, metadata),
             )
 
-    def write_account_transactions(self, data: Sequence[AccountTransactionsData]) -> None:
-        rows = []
-        for record in data:
-            check_key(record.tx_hash, "transaction hash")
-            for account in record.accounts:
-                check_key(account, "account", 20)
-                rows.append(
-                    (account, record.ledger_sequence, record.transaction_index, record.tx_hash)
-                )
+    def _write_account_transactions(self, data: Sequence[AccountTransactionsData]) -> None:
+        rows = [
+            (account, record.ledger_sequence, record.transaction_index, record.tx_hash)
+            for record in data
+            for account in record.accounts
+        ]
         with self._writing() as db:
             db.executemany(
                 "INSERT OR REPLACE INTO account_tx (account, seq, idx, hash) VALUES (?, ?, ?, ?)",
                 rows,
             )
 
-    def write_nfts(self, data: Sequence[NFTsData]) -> None:
+    def _write_nfts(self, data: Sequence[NFTsData]) -> None:
         tokens, issuers, uris = [], [], []
         for record in data:
-            check_key(record.token_id, "NFT token ID")
             if record.only_uri_changed:
                 uris.append((record.token_id, record.ledger_sequence, record.uri or b""))
                 continue
-            check_key(record.owner, "NFT owner", 20)
             tokens.append(
                 (record.token_id, record.ledger_sequence, record.owner, int(record.is_burned))
             )
@@ -511,14 +374,11 @@ class SqliteBackend(BackendInterface):
                 uris,
             )
 
-    def write_nft_transactions(self, data: Sequence[NFTTransactionsData]) -> None:
-        rows = []
-        for record in data:
-            check_key(record.token_id, "NFT token ID")
-            check_key(record.tx_hash, "transaction hash")
-            rows.append(
-                (record.token_id, record.ledger_sequence, record.transaction_index, record.tx_hash)
-            )
+    def _write_nft_transactions(self, data: Sequence[NFTTransactionsData]) -> None:
+        rows = [
+            (record.token_id, record.ledger_sequence, record.transaction_index, record.tx_hash)
+            for record in data
+        ]
         with self._writing() as db:
             db.executemany(
                 "INSERT OR REPLACE INTO nf_token_transactions (token_id, seq, idx, hash) "

@@ -13,8 +13,7 @@ caller catch "anything the relayer refused" in one place and still tell them apa
         ├── WalletError               a wallet file is missing, unreadable or not a key
         ├── TableError                the Redis tables refused an operation
         │   ├── TablesUnavailableError  Redis cannot be reached or failed (names address and cause)
-        │   ├── LeaseLostError        this worker no longer holds its lease: stop, do not submit
-        │   └── UnknownRequestError   no request with that digest is where it was expected
+        │   └── LeaseLostError        this worker no longer holds its lease: stop, do not submit
         └── AdapterError              a chain adapter failed
             ├── SubmitError           a submission was refused or failed (retried with backoff)
             └── UnknownSubmissionError  finality asked about a submission the chain never saw
@@ -63,10 +62,6 @@ class TablesUnavailableError(TableError):
 
 class LeaseLostError(TableError):
     """This worker's lease expired or was taken over: it must stop before submitting anything."""
-
-
-class UnknownRequestError(TableError):
-    """No request with that digest is in the table the operation expected it in."""
 
 
 class AdapterError(RelayerError):

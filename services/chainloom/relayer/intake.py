@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from chainloom.relayer.errors import TablesUnavailableError
 from chainloom.relayer.model import RelayRequest
 from chainloom.relayer.validation import Accepted, Rule, RuleCounters, Validator
@@ -131,8 +129,7 @@ class Intake:
         """Decide one VAA (blocking: Redis, and maybe the chain adapter)."""
         try:
             result = self._decide(data)
-        # redis.RedisError: until the tables raise TablesUnavailableError for every outage.
-        except (TablesUnavailableError, redis.RedisError) as error:
+        except TablesUnavailableError as error:
             result = IntakeResult(Outcome.UNAVAILABLE, reason=f"redis unavailable: {error}")
         self.counters.record(source, result.outcome)
         return result

@@ -16,12 +16,13 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
-import json
 import math
 import random
 import re
 from dataclasses import dataclass, replace
 from typing import Any
+
+import orjson
 
 from chainloom.backoff import Backoff
 from chainloom.relayer.errors import RequestFormatError
@@ -30,13 +31,7 @@ from chainloom.relayer.errors import RequestFormatError
 REQUEST_FORMAT_VERSION = 1
 
 _DIGEST = re.compile(r"^0x[0-9a-f]{64}$")
-_NUMBER = (int, float)
-
-# What json.dumps / json.loads use underneath, called directly on the hot path (every enqueue,
-# claim and move); anything outside the common shapes takes the json module's own path.
-_json_string = json.encoder.encode_basestring_ascii
-_json_scan: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_finite = math.isfinite
+_MAX_U64 = 2**64 - 1
 
 
 class Table(enum.Enum):
@@ -115,24 +110,16 @@ class RelayRequest:
     """How many of its submissions were rolled back."""
 
     def __post_init__(self) -> None:
-        # On the hot path (every claim and move): exact type checks, no loops over names.
-        if type(self.digest) is not str or not _DIGEST.match(self.digest):
-            validate_digest(self.digest)
-        if not (
-            type(self.target_chain) is int
-            and type(self.emitter_chain) is int
-            and type(self.sequence) is int
-            and type(self.retries) is int
-            and type(self.rollbacks) is int
-            and min(self.target_chain, self.emitter_chain, self.sequence) >= 0
-            and min(self.retries, self.rollbacks) >= 0
-        ):
-            for name in ("target_chain", "emitter_chain", "sequence", "retries", "rollbacks"):
-                value = getattr(self, name)
-                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                    raise RequestFormatError(
-                        f"{name} must be a non-negative integer, got {value!r}"
-                    )
+        validate_digest(self.digest)
+        for name in ("target_chain", "emitter_chain", "sequence", "retries", "rollbacks"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= _MAX_U64:
+                raise RequestFormatError(
+                    f"{name} must be a non-negative integer below 2^64, got {value!r}"
+                )
+        for name in ("next_attempt_at", "enqueued_at"):
+            if not math.isfinite(getattr(self, name)):
+                raise RequestFormatError(f"{name} must be a finite time, got {getattr(self, name)}")
         if type(self.vaa) is not bytes or not self.vaa:
             raise RequestFormatError("vaa must be non-empty bytes")
 
@@ -161,7 +148,7 @@ class RelayRequest:
         """The complete request as compact JSON (VAA in base64). Holds no secret."""
         data = self._state()
         data["vaa"] = base64.b64encode(self.vaa).decode("ascii")
-        return json.dumps(data, separators=(",", ":"))
+        return orjson.dumps(data).decode()
 
     def state_json(self) -> str:
         """Everything but the VAA, as compact JSON: what the tables rewrite on every move.
@@ -169,45 +156,7 @@ class RelayRequest:
         The tables keep the (immutable, ~1 KB) VAA in a hash of its own, so moves carry only
         this small record.
         """
-        text = self.exact_state_json()
-        if text is None:
-            return json.dumps(self._state(), separators=(",", ":"))
-        return text
-
-    def exact_state_json(self) -> str | None:
-        """:meth:`state_json` when :meth:`from_state` of it gives this very request back, with
-        the same field types (exact ints, finite float times, str or None texts: every request
-        the relayer makes); None otherwise."""
-        # Written out: the very text json.dumps gives, in a third of its time.
-        retry_at, enqueued_at = self.next_attempt_at, self.enqueued_at
-        error, submission, submitter = self.last_error, self.submission_id, self.submitted_by
-        if (
-            type(retry_at) is float
-            and type(enqueued_at) is float
-            and _finite(retry_at)
-            and _finite(enqueued_at)
-            and type(self.digest) is str
-            and type(self.target_chain) is int
-            and type(self.emitter_chain) is int
-            and type(self.sequence) is int
-            and type(self.retries) is int
-            and type(self.rollbacks) is int
-            and (error is None or type(error) is str)
-            and (submission is None or type(submission) is str)
-            and (submitter is None or type(submitter) is str)
-        ):
-            return (
-                f'{{"v":{REQUEST_FORMAT_VERSION},"digest":{_json_string(self.digest)},'
-                f'"target_chain":{self.target_chain},"emitter_chain":{self.emitter_chain},'
-                f'"sequence":{self.sequence},"retries":{self.retries},'
-                f'"next_attempt_at":{retry_at!r},'
-                f'"last_error":{"null" if error is None else _json_string(error)},'
-                f'"enqueued_at":{enqueued_at!r},'
-                f'"submission_id":{"null" if submission is None else _json_string(submission)},'
-                f'"submitted_by":{"null" if submitter is None else _json_string(submitter)},'
-                f'"rollbacks":{self.rollbacks}}}'
-            )
-        return None
+        return orjson.dumps(self._state()).decode()
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RelayRequest:
@@ -226,43 +175,8 @@ class RelayRequest:
 
     @classmethod
     def _from_state(cls, data: dict[str, Any], vaa: bytes) -> RelayRequest:
+        # Integers and the digest are checked by __post_init__, which names the field.
         try:
-            retry_at, enqueued_at = data["next_attempt_at"], data["enqueued_at"]
-            error, submission = data["last_error"], data["submission_id"]
-            submitter = data["submitted_by"]
-            if (
-                type(retry_at) in _NUMBER
-                and type(enqueued_at) in _NUMBER
-                and (error is None or type(error) is str)
-                and (submission is None or type(submission) is str)
-                and (submitter is None or type(submitter) is str)
-            ):  # the usual case, checked in one go; otherwise the checks below name the field
-                return cls(
-                    data["digest"],
-                    vaa,
-                    data["target_chain"],
-                    data["emitter_chain"],
-                    data["sequence"],
-                    data["retries"],
-                    float(retry_at),
-                    error,
-                    float(enqueued_at),
-                    submission,
-                    submitter,
-                    data["rollbacks"],
-                )
-            times = (data["next_attempt_at"], data["enqueued_at"])
-            texts = (data["last_error"], data["submission_id"], data["submitted_by"])
-            if type(times[0]) not in _NUMBER or type(times[1]) not in _NUMBER:
-                name = "next_attempt_at" if type(times[0]) not in _NUMBER else "enqueued_at"
-                raise RequestFormatError(f"field {name!r} has the wrong type: {data[name]!r:.80}")
-            for name, value in zip(
-                ("last_error", "submission_id", "submitted_by"), texts, strict=True
-            ):
-                if value is not None and type(value) is not str:
-                    raise RequestFormatError(
-                        f"field {name!r} must be a string or null: {value!r:.80}"
-                    )
             return cls(
                 digest=data["digest"],
                 vaa=vaa,
@@ -270,11 +184,11 @@ class RelayRequest:
                 emitter_chain=data["emitter_chain"],
                 sequence=data["sequence"],
                 retries=data["retries"],
-                next_attempt_at=float(times[0]),
-                last_error=texts[0],
-                enqueued_at=float(times[1]),
-                submission_id=texts[1],
-                submitted_by=texts[2],
+                next_attempt_at=_time(data, "next_attempt_at"),
+                last_error=_optional_text(data, "last_error"),
+                enqueued_at=_time(data, "enqueued_at"),
+                submission_id=_optional_text(data, "submission_id"),
+                submitted_by=_optional_text(data, "submitted_by"),
                 rollbacks=data["rollbacks"],
             )
         except KeyError as missing:
@@ -282,19 +196,9 @@ class RelayRequest:
 
 
 def _object(text: str | bytes) -> dict[str, Any]:
-    # The stored form (UTF-8 bytes of one JSON object, nothing around it) straight through the
-    # scanner json.loads uses; anything else, including every error, through json.loads itself.
     try:
-        decoded = text.decode() if type(text) is bytes else text
-        if type(decoded) is str and decoded[:1] == "{":
-            data, end = _json_scan(decoded, 0)
-            if end == len(decoded) and data.get("v") == REQUEST_FORMAT_VERSION:
-                return data  # type: ignore[no-any-return]
-    except Exception:  # noqa: S110  (json.loads below raises the error a caller sees)
-        pass
-    try:
-        data = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
         raise RequestFormatError(f"stored request is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise RequestFormatError("stored request is not a JSON object")
@@ -312,6 +216,20 @@ def _field(data: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> An
     value = data[name]
     if not isinstance(value, kind) or isinstance(value, bool):
         raise RequestFormatError(f"field {name!r} has the wrong type: {value!r:.80}")
+    return value
+
+
+def _time(data: dict[str, Any], name: str) -> float:
+    value = data[name]
+    if type(value) is not float and type(value) is not int:
+        raise RequestFormatError(f"field {name!r} has the wrong type: {value!r:.80}")
+    return float(value)
+
+
+def _optional_text(data: dict[str, Any], name: str) -> str | None:
+    value = data[name]
+    if value is not None and type(value) is not str:
+        raise RequestFormatError(f"field {name!r} must be a string or null: {value!r:.80}")
     return value
 
 
@@ -364,6 +282,7 @@ def after_failure(
     request: RelayRequest, error: str, *, now: float, policy: RetryPolicy, rng: random.Random
 ) -> FailureDecision:
     """A failed attempt: one more retry with backoff, or Failed once past ``max_retries``."""
+    error = _storable(error)
     retries = request.retries + 1
     if retries > policy.max_retries:
         failed = replace(
@@ -381,6 +300,11 @@ def after_failure(
     return FailureDecision(Table.INCOMING, retried)
 
 
+def _storable(text: str) -> str:
+    """``text`` with anything UTF-8 cannot carry (lone surrogates) replaced by ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def after_rollback(request: RelayRequest, *, now: float) -> RelayRequest:
     """A rolled-back submission: back to Incoming at once (not a failure of this relayer)."""
     return replace(
@@ -393,57 +317,9 @@ def after_rollback(request: RelayRequest, *, now: float) -> RelayRequest:
     )
 
 
-_new = object.__new__
-(
-    _set_digest,
-    _set_vaa,
-    _set_target_chain,
-    _set_emitter_chain,
-    _set_sequence,
-    _set_retries,
-    _set_next_attempt_at,
-    _set_last_error,
-    _set_enqueued_at,
-    _set_submission_id,
-    _set_submitted_by,
-    _set_rollbacks,
-) = (RelayRequest.__dict__[name].__set__ for name in RelayRequest.__slots__)
-
-
 def after_submission(request: RelayRequest, submission_id: str, worker_id: str) -> RelayRequest:
     """A successful submission: the request as stored in Pending Confirmation."""
-    # This runs once per relayed request. The new request differs from a validated one only in
-    # two texts that __post_init__ does not check, so its slots are filled directly (a third of
-    # the cost of __init__).
-    if type(request) is RelayRequest:
-        new: RelayRequest = _new(RelayRequest)
-        _set_digest(new, request.digest)
-        _set_vaa(new, request.vaa)
-        _set_target_chain(new, request.target_chain)
-        _set_emitter_chain(new, request.emitter_chain)
-        _set_sequence(new, request.sequence)
-        _set_retries(new, request.retries)
-        _set_next_attempt_at(new, request.next_attempt_at)
-        _set_last_error(new, request.last_error)
-        _set_enqueued_at(new, request.enqueued_at)
-        _set_submission_id(new, submission_id)
-        _set_submitted_by(new, worker_id)
-        _set_rollbacks(new, request.rollbacks)
-        return new
-    return RelayRequest(
-        request.digest,
-        request.vaa,
-        request.target_chain,
-        request.emitter_chain,
-        request.sequence,
-        request.retries,
-        request.next_attempt_at,
-        request.last_error,
-        request.enqueued_at,
-        submission_id,
-        worker_id,
-        request.rollbacks,
-    )
+    return replace(request, submission_id=submission_id, submitted_by=worker_id)
 
 
 def for_retry_from_failed(request: RelayRequest, *, now: float) -> RelayRequest:

@@ -20,7 +20,7 @@ import redis
 
 from chainloom.relayer.adapters import ChainAdapter
 from chainloom.relayer.config import RelayerSettings
-from chainloom.relayer.errors import ConfigError, TablesUnavailableError
+from chainloom.relayer.errors import ConfigError
 from chainloom.relayer.intake import Intake
 from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import RetryPolicy
@@ -47,15 +47,10 @@ def redis_client(settings: RelayerSettings) -> redis.Redis:
 
 def open_tables(settings: RelayerSettings, *, check: bool = True) -> RelayTables:
     """The relay tables; with ``check`` Redis is pinged first (TablesUnavailableError if down)."""
-    client = redis_client(settings)
+    tables = RelayTables(redis_client(settings), settings.redis.key_prefix)
     if check:
-        try:
-            client.ping()
-        except redis.RedisError as error:
-            raise TablesUnavailableError(
-                f"cannot use Redis at {settings.redis.redacted_url}: {error}"
-            ) from None
-    return RelayTables(client, settings.redis.key_prefix)
+        tables.ping()
+    return tables
 
 
 def worker_chain(settings: RelayerSettings, chain: str | int) -> int:

@@ -26,25 +26,35 @@ carries a format version so a future layout can live next to this one)::
     P:lease:<worker>        string  lease token of the live instance, with a TTL
 
 One pooled client per process: the caller passes its ``redis.Redis``; nothing here connects.
+Every failure of Redis itself (refused, timed out, reset, an error reply) leaves this module as
+:class:`~chainloom.relayer.errors.TablesUnavailableError` naming the server and the cause, so
+callers never need the client library's own errors.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
+import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+import orjson
+import redis
 
 from chainloom.relayer._redis import sync
 from chainloom.relayer._redis import text as _text
-from chainloom.relayer.errors import LeaseLostError, TableError
-from chainloom.relayer.model import Outcome, RelayRequest, Table, validate_digest
+from chainloom.relayer.errors import LeaseLostError, TableError, TablesUnavailableError
+from chainloom.relayer.model import (
+    Outcome,
+    RelayRequest,
+    Table,
+    for_retry_from_failed,
+    validate_digest,
+)
 
 if TYPE_CHECKING:
-    import redis
     from redis.commands.core import Script
 
 __all__ = ["DEFAULT_PREFIX", "EnqueueResult", "Move", "RelayTables", "Table"]
@@ -53,8 +63,9 @@ DEFAULT_PREFIX = "chainloom:relay:v1"
 DEFAULT_COMPLETED_RETENTION = 100_000
 MAX_PER_CALL = 1000
 """Most requests or moves in one script call, so that no call blocks Redis for long."""
-_WRITTEN_KEPT = 2048
-"""How many of the states it wrote a :class:`RelayTables` keeps to read back without parsing."""
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +102,31 @@ def _load(name: str) -> str:
 
 
 _LOCATION_TABLES = {"I": Table.INCOMING, "P": Table.PENDING_CONFIRMATION, "F": Table.FAILED}
-_json_string = json.encoder.encode_basestring_ascii  # json.dumps of a str, without its wrapper
-_ACCEPTED = EnqueueResult(accepted=True, table=None)
-_REFUSED = {table: EnqueueResult(accepted=False, table=table) for table in Table}
+
+
+def server_address(client: redis.Redis) -> str:
+    """Where ``client`` connects (``host:port/db`` or the socket path), never the password."""
+    settings = client.get_connection_kwargs()
+    database = settings.get("db", 0)
+    if settings.get("path"):
+        return f"unix:{settings['path']}/{database}"
+    return f"{settings.get('host', 'localhost')}:{settings.get('port', 6379)}/{database}"
+
+
+def _translating_redis_errors(
+    method: Callable[Concatenate[RelayTables, _P], _R],
+) -> Callable[Concatenate[RelayTables, _P], _R]:
+    """Raise :class:`TablesUnavailableError` (address and cause) for any error of Redis."""
+
+    @functools.wraps(method)
+    def translated(tables: RelayTables, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(tables, *args, **kwargs)
+        except redis.RedisError as error:
+            cause = str(error) or type(error).__name__
+            raise TablesUnavailableError(f"Redis at {tables.address} failed: {cause}") from error
+
+    return translated
 
 
 def table_of_location(code: str) -> Table:
@@ -123,24 +156,9 @@ class RelayTables:
         self.client = client
         self.prefix = prefix
         self.completed_retention = completed_retention
+        self.address = server_address(client)
+        """Where the client connects, for messages (``host:port/db``; no password)."""
         self._p = "{" + prefix + "}"
-        self._keys: dict[tuple[object, ...], str] = {}
-        # (source, destination, worker id, chain) -> the move's three keys, the source's and
-        # the destination's location codes (None for COMPLETED); bounded like ``_keys``.
-        self._routes: dict[
-            tuple[Table, Table, str | None, int],
-            tuple[tuple[bytes, bytes, bytes], bytes, bytes | None],
-        ] = {}
-        # Keys and constant arguments go out already encoded, by the client's own encoder (the
-        # very bytes redis-py would send; it passes bytes through without looking at them).
-        self._encode: Callable[[object], bytes] = client.get_encoder().encode
-        self._move_op, self._complete_op, self._no_code, self._no_score = map(
-            self._encode, ("M", "C", "", "0")
-        )
-        # The last states this instance wrote by a move (exactly as sent) -> the request: a
-        # worker reads them back at its finality checks, or claims a retried request again,
-        # and these need no parsing. Keyed by the whole state, so a hit is what parsing gives.
-        self._written: dict[bytes, RelayRequest] = {}
         self._scripts: dict[str, Script] = {
             name: client.register_script(_load(name))
             for name in ("enqueue", "claim", "apply", "due_pending", "reap", "lease")
@@ -149,12 +167,7 @@ class RelayTables:
     # keys ---------------------------------------------------------------------------------
     def key(self, *parts: object) -> str:
         """The full key of one structure, e.g. ``key("incoming", 2)``."""
-        known = self._keys.get(parts)
-        if known is None:
-            if len(self._keys) > 10_000:  # worker ids are unbounded over a long life
-                self._keys.clear()
-            known = self._keys[parts] = ":".join([self._p, *(str(p) for p in parts)])
-        return known
+        return ":".join([self._p, *(str(p) for p in parts)])
 
     def _zset(self, table: Table, chain: int, worker_id: str | None = None) -> str:
         if table is Table.INCOMING:
@@ -181,14 +194,19 @@ class RelayTables:
             return "F"
         raise TableError(f"{table.value} has no location code")
 
+    @_translating_redis_errors
+    def ping(self) -> None:
+        """Check that Redis answers (raises :class:`TablesUnavailableError` when it does not)."""
+        self.client.ping()
+
     # enqueue / locate / read ----------------------------------------------------------------
     @staticmethod
     def _enqueue_result(raw: bytes | str) -> EnqueueResult:
-        # Results are frozen, so the few possible ones are shared.
         if not raw:  # b"" or ""
-            return _ACCEPTED
-        return _REFUSED[table_of_location(_text(raw))]
+            return EnqueueResult(accepted=True, table=None)
+        return EnqueueResult(accepted=False, table=table_of_location(_text(raw)))
 
+    @_translating_redis_errors
     def enqueue(self, request: RelayRequest) -> EnqueueResult:
         """Queue ``request`` in Incoming unless its digest is in any table or the Completed log.
 
@@ -197,39 +215,29 @@ class RelayTables:
         """
         return self.enqueue_many([request])[0]
 
+    @_translating_redis_errors
     def enqueue_many(self, requests: Sequence[RelayRequest]) -> list[EnqueueResult]:
         """:meth:`enqueue` for many requests: one script call per 1,000 requests (each request
         decided on its own), all calls in one pipeline."""
         pipe = self.client.pipeline(transaction=False)
-        encode = self._encode
-        # chain -> its Completed and Incoming keys and itself, encoded (exact int chains)
-        known: dict[int, tuple[bytes, bytes, bytes]] = {}
         base = [self.key("req"), self.key("loc"), self.key("chains"), self.key("vaa")]
         for first in range(0, len(requests), MAX_PER_CALL):
             keys: list[Any] = list(base)
             args: list[Any] = []
             for request in requests[first : first + MAX_PER_CALL]:
                 chain = request.target_chain
-                parts = known.get(chain) if type(chain) is int else None
-                if parts is None:
-                    parts = (
-                        encode(self.key("completed", chain)),
-                        encode(self.key("incoming", chain)),
-                        encode(chain),
-                    )
-                    if type(chain) is int:
-                        known[chain] = parts
-                keys += parts[:2]
-                args += (
+                keys += [self.key("completed", chain), self.key("incoming", chain)]
+                args += [
                     request.digest,
                     request.state_json(),
                     repr(request.ready_at),
-                    parts[2],
+                    chain,
                     request.vaa,
-                )
+                ]
             self._scripts["enqueue"](keys=keys, args=args, client=pipe)
         return [self._enqueue_result(code) for raw in pipe.execute() for code in raw]
 
+    @_translating_redis_errors
     def locate(self, digest: str) -> Table | None:
         """Where the request with ``digest`` is, COMPLETED if only in the log, None if unknown."""
         validate_digest(digest)
@@ -241,12 +249,7 @@ class RelayTables:
                 return Table.COMPLETED
         return None
 
-    def worker_of(self, digest: str) -> str | None:
-        """The worker whose In-Work holds ``digest``, if any."""
-        raw = sync(self.client.hget(self.key("loc"), digest))
-        code = _text(raw) if raw is not None else ""
-        return code[2:] if code.startswith("W:") else None
-
+    @_translating_redis_errors
     def get(self, digest: str) -> RelayRequest | None:
         """The stored request (None once purged or unknown)."""
         validate_digest(digest)
@@ -264,42 +267,27 @@ class RelayTables:
             for state, vaa in zip(states, vaas, strict=True)
         ]
 
-    def _pairs(self, raw: Sequence[bytes]) -> list[RelayRequest]:
-        written = self._written
-        out: list[RelayRequest] = []
-        for i in range(0, len(raw), 2):
-            state, vaa = raw[i], raw[i + 1]
-            if state is None or vaa is None:
-                continue
-            known = written.get(state)
-            if known is not None and known.vaa == vaa:
-                out.append(known)
-            else:
-                out.append(RelayRequest.from_state(state, vaa))
-        return out
+    @staticmethod
+    def _pairs(raw: Sequence[bytes]) -> list[RelayRequest]:
+        """Requests from a script's flat (state, VAA, state, VAA, ...) reply."""
+        return [
+            RelayRequest.from_state(state, vaa)
+            for state, vaa in zip(raw[::2], raw[1::2], strict=True)
+            if state is not None and vaa is not None
+        ]
 
-    def _state_arg(self, request: RelayRequest) -> str | bytes:
-        """The state JSON to send for ``request``, remembered when it reads back as it."""
-        text = request.exact_state_json()
-        if text is None:
-            return request.state_json()
-        state = self._encode(text)  # the bytes redis-py would send for the text
-        written = self._written
-        if len(written) >= _WRITTEN_KEPT:
-            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-                del written[next(iter(written))]  # the oldest
-        written[state] = request
-        return state
-
+    @_translating_redis_errors
     def chains(self) -> list[int]:
         """Target chains that ever had a request, ascending."""
         return sorted(int(c) for c in sync(self.client.smembers(self.key("chains"))))
 
+    @_translating_redis_errors
     def workers(self) -> dict[str, int]:
         """Registered workers (id -> chain): live ones and dead ones not yet reaped."""
         raw = sync(self.client.hgetall(self.key("workers")))
         return {_text(k): int(v) for k, v in raw.items()}
 
+    @_translating_redis_errors
     def depths(self) -> dict[Table, dict[int, int]]:
         """Number of requests per table and target chain (COMPLETED: entries in the log)."""
         chains = self.chains()
@@ -331,19 +319,23 @@ class RelayTables:
         )
         return bool(int(result))
 
+    @_translating_redis_errors
     def acquire_lease(self, worker_id: str, chain: int, token: str, ttl: float) -> bool:
         """Take the worker's lease (False while another instance, live or dead, holds it)."""
         return self._lease(worker_id, token, ttl, "acquire", chain)
 
+    @_translating_redis_errors
     def renew_lease(self, worker_id: str, chain: int, token: str, ttl: float) -> bool:
         """Extend our lease; False when it expired or was taken over (the worker must stop)."""
         return self._lease(worker_id, token, ttl, "renew", chain)
 
+    @_translating_redis_errors
     def release_lease(self, worker_id: str, chain: int, token: str) -> bool:
         """Give up our lease on a clean stop."""
         return self._lease(worker_id, token, 1.0, "release", chain)
 
     # worker steps -------------------------------------------------------------------------
+    @_translating_redis_errors
     def claim(
         self,
         worker_id: str,
@@ -358,8 +350,6 @@ class RelayTables:
 
         Raises :class:`LeaseLostError` (and claims nothing) when our lease is gone.
         """
-        import redis
-
         moment = time.time() if now is None else now
         try:
             raw = self._scripts["claim"](
@@ -387,6 +377,7 @@ class RelayTables:
             raise
         return self._pairs(raw)
 
+    @_translating_redis_errors
     def in_work(self, worker_id: str) -> list[RelayRequest]:
         """The requests in the In-Work table of ``worker_id`` (oldest claim first)."""
         digests = sync(self.client.zrange(self.key("inwork", worker_id), 0, -1))
@@ -394,6 +385,7 @@ class RelayTables:
             return []
         return [r for r in self._read(digests) if r is not None]
 
+    @_translating_redis_errors
     def due_pending(
         self, chain: int, *, limit: int, recheck_in: float, now: float | None = None
     ) -> list[RelayRequest]:
@@ -406,58 +398,36 @@ class RelayTables:
         )
         return self._pairs(raw)
 
-    def _route(
-        self, source: Table, destination: Table, worker_id: str | None, chain: int
-    ) -> tuple[tuple[bytes, bytes, bytes], bytes, bytes | None]:
-        """The keys and location codes of a move, encoded (computed once per kind of move)."""
-        route_key = (source, destination, worker_id, chain)
-        route = self._routes.get(route_key)
-        if route is None:
-            encode = self._encode
-            source_key = encode(self._zset(source, chain, worker_id))
-            expected = encode(self._code(source, worker_id))
-            if destination is Table.COMPLETED:
-                completed = encode(self.key("completed", chain))
-                log = encode(self.key("completed", chain, "log"))
-                route = ((source_key, completed, log), expected, None)
-            elif destination is Table.IN_WORK:
-                raise TableError("requests enter In-Work only by claim()")
-            else:
-                target = encode(self._zset(destination, chain))
-                route = ((source_key, target, target), expected, encode(self._code(destination)))
-            if len(self._routes) > 10_000:  # worker ids are unbounded over a long life
-                self._routes.clear()
-            self._routes[route_key] = route
-        return route
-
-    def _move_parts(self, move: Move, now: float) -> tuple[Sequence[bytes], list[Any]]:
-        request = move.request
-        keys, expected, code = self._route(
-            move.source, move.destination, move.worker_id, request.target_chain
-        )
-        if code is None:  # to COMPLETED
-            outcome = move.outcome.value if move.outcome else Outcome.CONFIRMED.value
+    def _move_parts(self, move: Move, now: float) -> tuple[list[str], list[Any]]:
+        request, chain = move.request, move.request.target_chain
+        source = self._zset(move.source, chain, move.worker_id)
+        expected = self._code(move.source, move.worker_id)
+        if move.destination is Table.IN_WORK:
+            raise TableError("requests enter In-Work only by claim()")
+        if move.destination is Table.COMPLETED:
+            outcome = move.outcome or Outcome.CONFIRMED
+            record = {
+                "outcome": outcome.value,
+                "completed_at": now,
+                "worker": move.worker_id or request.submitted_by,
+            }
             # The script appends the stored request state and the closing brace.
-            who = move.worker_id or request.submitted_by
-            worker = _json_string(who) if type(who) is str else json.dumps(who)
-            entry = f'{{"outcome":"{outcome}","completed_at":{now!r},"worker":{worker},"request":'
-            return keys, [
-                self._complete_op,
-                request.digest,
-                expected,
-                self._no_code,
-                self._no_score,
-                entry,
-            ]
-        return keys, [
-            self._move_op,
+            entry = orjson.dumps(record)[:-1] + b',"request":'
+            keys = [source, self.key("completed", chain), self.key("completed", chain, "log")]
+            return keys, ["C", request.digest, expected, "", "0", entry]
+        target = self._zset(move.destination, chain)
+        code = self._code(move.destination)
+        state = request.state_json()
+        return [source, target, target], [
+            "M",
             request.digest,
             expected,
             code,
             repr(move.score),
-            self._state_arg(request),
+            state,
         ]
 
+    @_translating_redis_errors
     def apply(self, moves: Iterable[Move], *, now: float | None = None) -> list[bool]:
         """Apply moves; each is its own conditional step (one script call per 1,000 moves).
 
@@ -477,11 +447,13 @@ class RelayTables:
             applied += [bool(int(r)) for r in self._scripts["apply"](keys=keys, args=args)]
         return applied
 
+    @_translating_redis_errors
     def move(self, move: Move, *, now: float | None = None) -> bool:
         """Apply one move (see :meth:`apply`)."""
         return self.apply([move], now=now)[0]
 
     # crash recovery -----------------------------------------------------------------------
+    @_translating_redis_errors
     def reap(self, worker_id: str, chain: int, *, now: float | None = None) -> int:
         """Return a dead worker's In-Work requests to Incoming (-1 if its lease is alive)."""
         moment = time.time() if now is None else now
@@ -497,6 +469,7 @@ class RelayTables:
         )
         return int(result)
 
+    @_translating_redis_errors
     def reap_expired(self, *, now: float | None = None) -> dict[str, int]:
         """Reap every registered worker whose lease has expired; worker id -> requests returned."""
         reaped: dict[str, int] = {}
@@ -507,6 +480,7 @@ class RelayTables:
         return reaped
 
     # Failed and Completed -------------------------------------------------------------------
+    @_translating_redis_errors
     def failed(self, chain: int | None = None, *, limit: int = 1000) -> list[RelayRequest]:
         """Requests in Failed (of one chain, or all), oldest failure first."""
         chains = [chain] if chain is not None else self.chains()
@@ -517,10 +491,9 @@ class RelayTables:
                 out += [r for r in self._read(digests) if r is not None]
         return out[:limit]
 
+    @_translating_redis_errors
     def retry_failed(self, digest: str, *, now: float | None = None) -> bool:
         """Move a Failed request back to Incoming with a fresh retry budget."""
-        from chainloom.relayer.model import for_retry_from_failed
-
         request = self.get(digest)
         if request is None:
             return False
@@ -528,6 +501,7 @@ class RelayTables:
         fresh = for_retry_from_failed(request, now=moment)
         return self.move(Move(fresh, Table.FAILED, Table.INCOMING, score=moment), now=moment)
 
+    @_translating_redis_errors
     def drop_failed(self, digest: str, *, now: float | None = None) -> bool:
         """Purge a Failed request, recording it in the Completed log as dropped."""
         request = self.get(digest)
@@ -537,12 +511,13 @@ class RelayTables:
             Move(request, Table.FAILED, Table.COMPLETED, outcome=Outcome.DROPPED), now=now
         )
 
+    @_translating_redis_errors
     def completed_log(self, chain: int) -> dict[str, dict[str, Any]]:
         """The Completed log of ``chain``: digest -> the request's last state (retries,
         rollbacks, submission id, ...) with ``outcome``, ``completed_at`` and ``worker``."""
         raw = sync(self.client.hgetall(self.key("completed", chain, "log")))
         out: dict[str, dict[str, Any]] = {}
         for digest, value in raw.items():
-            record = json.loads(value)
+            record = orjson.loads(value)
             out[_text(digest)] = {**(record.pop("request") or {}), **record}
         return out

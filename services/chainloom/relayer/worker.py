@@ -29,11 +29,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import redis
-
 from chainloom.backoff import Backoff
 from chainloom.relayer.adapters import ChainAdapter
-from chainloom.relayer.errors import LeaseLostError, UnknownSubmissionError
+from chainloom.relayer.errors import (
+    LeaseLostError,
+    TablesUnavailableError,
+    UnknownSubmissionError,
+)
 from chainloom.relayer.model import (
     Finality,
     Outcome,
@@ -199,7 +201,7 @@ class Worker:
             self._holding = False
             try:
                 self.tables.release_lease(self.worker_id, self.chain_id, self._token)
-            except redis.RedisError as exc:  # the lease then simply expires
+            except TablesUnavailableError as exc:  # the lease then simply expires
                 logger.warning("worker %s: could not release its lease: %s", self.worker_id, exc)
 
     def _stop_heartbeat(self) -> None:
@@ -214,7 +216,7 @@ class Worker:
         while not self._stop.is_set():
             try:
                 self.start()
-            except redis.RedisError as exc:
+            except TablesUnavailableError as exc:
                 delay = _REDIS_BACKOFF.delay(failures)
                 failures += 1
                 logger.warning(
@@ -256,7 +258,7 @@ class Worker:
                     if not self._start_when_possible():
                         break
                     continue
-                except redis.RedisError as exc:
+                except TablesUnavailableError as exc:
                     delay = _REDIS_BACKOFF.delay(redis_failures)
                     redis_failures += 1
                     logger.warning(

@@ -10,9 +10,10 @@ Why this module is written the way it is:
   over the *received* body bytes (sdk/vaa/structs.go). The wire format is canonical (fixed
   widths, the payload is the rest), so ``to_bytes()`` of a parsed VAA is the input again; the
   parser still keeps the received buffer so ``body`` and ``to_bytes()`` cost nothing.
-* **Fast.** The spy delivers every VAA ~10 times; decoding must stay far below the cost of one
-  signature recovery. The digest is computed lazily and cached, fields are unpacked with one
-  :mod:`struct` call, and objects are built without going through ``__init__``.
+* **Plain.** A VAA is an ordinary frozen dataclass built through its constructor. Decoding costs
+  a few microseconds against ~450 for verifying 13 signatures, so it is not worth tricks; only
+  the digest (two keccak passes) is computed lazily and cached, because many VAAs are parsed
+  for their identifiers alone.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import re
 import struct
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from chainloom.wormhole.errors import (
     SignatureOrderError,
@@ -75,7 +76,7 @@ class Signature:
             raise ValueError(f"signature must be 65 bytes, got {len(self.signature)}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class VAA:
     """A signed Verifiable Action Approval (layout: ``sdk/vaa/structs.go``)."""
 
@@ -99,12 +100,6 @@ class VAA:
     """Finality the emitter asked for (uint8; chain specific)."""
     payload: bytes
     """The application payload (the rest of the body; may be empty)."""
-    _encoded: bytes | None = field(default=None, init=False, repr=False, compare=False)
-    """The received buffer (header and body), when this VAA came from :func:`parse_vaa`."""
-    _body_offset: int = field(default=0, init=False, repr=False, compare=False)
-    """Where the body starts inside ``_encoded``."""
-    _digest: bytes | None = field(default=None, init=False, repr=False, compare=False)
-    """Cached signing digest."""
 
     def __post_init__(self) -> None:
         if len(self.emitter_address) != 32:
@@ -128,9 +123,8 @@ class VAA:
 
     @property
     def body(self) -> bytes:
-        """The body bytes exactly as received (what the guardians signed)."""
-        if self._encoded is not None:
-            return self._encoded[self._body_offset :]
+        """The body bytes (what the guardians signed; the format is canonical, so for a parsed
+        VAA these are exactly the bytes received)."""
         return encode_body(
             timestamp=self.timestamp,
             nonce=self.nonce,
@@ -143,8 +137,6 @@ class VAA:
 
     def to_bytes(self) -> bytes:
         """The full signed VAA; for a parsed VAA, exactly the bytes it was parsed from."""
-        if self._encoded is not None:
-            return self._encoded
         parts = [_HEADER.pack(self.version, self.guardian_set_index, len(self.signatures))]
         for sig in self.signatures:
             parts.append(bytes((sig.guardian_index,)))
@@ -154,14 +146,10 @@ class VAA:
 
     # ---- identity ------------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
     def digest(self) -> bytes:
         """keccak256(keccak256(body)), 32 bytes: the VAA's identity and what was signed."""
-        cached = self._digest
-        if cached is None:
-            cached = double_keccak256(self.body)
-            object.__setattr__(self, "_digest", cached)
-        return cached
+        return double_keccak256(self.body)
 
     @property
     def digest_hex(self) -> str:
@@ -191,8 +179,6 @@ class VAA:
     @property
     def guardian_indices(self) -> tuple[int, ...]:
         """The guardian index of each signature, in signature order."""
-        if self._encoded is not None:
-            return tuple(self._encoded[HEADER_LENGTH : self._body_offset : SIGNATURE_ENTRY_LENGTH])
         return tuple(sig.guardian_index for sig in self.signatures)
 
 
@@ -215,55 +201,6 @@ def encode_body(
     )
 
 
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _slot_setter(name: str) -> Callable[[object, object], None]:
-    setter: Callable[[object, object], None] = VAA.__dict__[name].__set__
-    return setter
-
-
-_set_version = _slot_setter("version")
-_set_guardian_set_index = _slot_setter("guardian_set_index")
-_set_timestamp = _slot_setter("timestamp")
-_set_nonce = _slot_setter("nonce")
-_set_emitter_chain = _slot_setter("emitter_chain")
-_set_emitter_address = _slot_setter("emitter_address")
-_set_sequence = _slot_setter("sequence")
-_set_consistency_level = _slot_setter("consistency_level")
-_set_payload = _slot_setter("payload")
-_set_encoded = _slot_setter("_encoded")
-_set_body_offset = _slot_setter("_body_offset")
-_set_digest = _slot_setter("_digest")
-
-# ``signatures`` is materialised lazily for parsed VAAs: building 13 Signature objects costs
-# more than the rest of parsing, and the verifier and the store read the signature bytes
-# straight from the buffer. The slot keeps the tuple (None until first access); a property
-# in front of it keeps the dataclass behaviour (init, eq, repr, hash, replace) unchanged.
-_signatures_slot = VAA.__dict__["signatures"]
-_set_signatures = _slot_setter("signatures")
-
-
-def _materialise_signatures(vaa: VAA) -> tuple[Signature, ...]:
-    value: tuple[Signature, ...] | None = _signatures_slot.__get__(vaa, VAA)
-    if value is None:
-        data = vaa._encoded
-        assert data is not None
-        signatures = []
-        for start in range(HEADER_LENGTH, vaa._body_offset, SIGNATURE_ENTRY_LENGTH):
-            sig: Signature = _new(Signature)
-            _set(sig, "guardian_index", data[start])
-            _set(sig, "signature", data[start + 1 : start + SIGNATURE_ENTRY_LENGTH])
-            signatures.append(sig)
-        value = tuple(signatures)
-        _set_signatures(vaa, value)
-    return value
-
-
-setattr(VAA, "signatures", property(_materialise_signatures, _set_signatures))  # noqa: B010
-
-
 def _raise_order_error(indices: bytes) -> None:
     previous = -1
     for position, index in enumerate(indices):
@@ -274,27 +211,19 @@ def _raise_order_error(indices: bytes) -> None:
 
 
 def raw_signatures(vaa: VAA) -> list[tuple[int, bytes]]:
-    """(guardian index, 65-byte signature) pairs, read from the buffer when there is one."""
-    return [(entry[0], entry[1:]) for entry in signature_entries(vaa)[1]]
+    """(guardian index, 65-byte signature) pairs, in signature order."""
+    return [(sig.guardian_index, sig.signature) for sig in vaa.signatures]
 
 
 def signature_entries(vaa: VAA) -> tuple[bytes, list[bytes]]:
     """The guardian indices (one byte each) and the 66-byte entries (index || r || s || v).
 
-    Read straight from the received buffer for parsed VAAs; this is what the verifier and the
-    signature cache work on, without building :class:`Signature` objects.
+    This is what the verifier and the signature cache work on.
     """
-    data = vaa._encoded
-    if data is None:
-        signatures = vaa.signatures
-        return (
-            bytes(s.guardian_index for s in signatures),
-            [bytes((s.guardian_index,)) + s.signature for s in signatures],
-        )
-    end = vaa._body_offset
+    signatures = vaa.signatures
     return (
-        data[HEADER_LENGTH:end:SIGNATURE_ENTRY_LENGTH],
-        [data[start : start + SIGNATURE_ENTRY_LENGTH] for start in range(HEADER_LENGTH, end, 66)],
+        bytes(sig.guardian_index for sig in signatures),
+        [bytes((sig.guardian_index,)) + sig.signature for sig in signatures],
     )
 
 
@@ -335,21 +264,22 @@ def parse_vaa(data: bytes | bytearray | memoryview) -> VAA:
     if count > 1 and indices != bytes(sorted(set(indices))):
         _raise_order_error(indices)
     timestamp, nonce, chain, emitter, sequence, consistency = _BODY.unpack_from(data, body_offset)
-    vaa: VAA = _new(VAA)
-    _set_version(vaa, version)
-    _set_guardian_set_index(vaa, guardian_set_index)
-    _set_signatures(vaa, None)  # materialised from _encoded on first access
-    _set_timestamp(vaa, timestamp)
-    _set_nonce(vaa, nonce)
-    _set_emitter_chain(vaa, chain)
-    _set_emitter_address(vaa, emitter)
-    _set_sequence(vaa, sequence)
-    _set_consistency_level(vaa, consistency)
-    _set_payload(vaa, data[body_offset + BODY_LENGTH_WITHOUT_PAYLOAD :])
-    _set_encoded(vaa, data)
-    _set_body_offset(vaa, body_offset)
-    _set_digest(vaa, None)
-    return vaa
+    signatures = tuple(
+        Signature(data[start], data[start + 1 : start + SIGNATURE_ENTRY_LENGTH])
+        for start in range(HEADER_LENGTH, body_offset, SIGNATURE_ENTRY_LENGTH)
+    )
+    return VAA(
+        version=version,
+        guardian_set_index=guardian_set_index,
+        signatures=signatures,
+        timestamp=timestamp,
+        nonce=nonce,
+        emitter_chain=chain,
+        emitter_address=emitter,
+        sequence=sequence,
+        consistency_level=consistency,
+        payload=data[body_offset + BODY_LENGTH_WITHOUT_PAYLOAD :],
+    )
 
 
 _NOT_HEX = re.compile(r"[^0-9a-fA-F]")

@@ -190,9 +190,7 @@ def verify_vaa(
             index=index,
         )
     digest = vaa.digest
-    well_formed = indices[-1] < size and (
-        vaa._encoded is not None or indices == bytes(sorted(set(indices)))
-    )
+    well_formed = indices[-1] < size and indices == bytes(sorted(set(indices)))
     if not well_formed:
         return _verify_slowly(vaa, guardian_set, now)
     if cache is not None:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 import redis
 
-from chainloom.relayer.errors import LeaseLostError
+from chainloom.relayer.errors import LeaseLostError, TablesUnavailableError
 from chainloom.relayer.model import Outcome, Table
 from chainloom.relayer.tables import Move, RelayTables
 from tests.integration.relayer.relay_support import requests
@@ -44,6 +44,20 @@ def test_enqueue_dedupes_by_digest_and_reports_where_it_is(tables, batch):
     assert tables.locate(first.digest) is Table.INCOMING
     assert tables.get(first.digest) == first  # the first copy wins, unchanged
     assert tables.locate(batch[1].digest) is None
+
+
+def test_an_unreachable_redis_is_a_tables_error_naming_the_server_and_the_cause(batch):
+    dead = redis.Redis(host="127.0.0.1", port=1, db=3, socket_connect_timeout=0.2)
+    tables = RelayTables(dead)
+    for call in (
+        lambda: tables.enqueue(batch[0]),
+        lambda: tables.claim(W1, 2, "t", limit=1, lease_ttl=1),
+        lambda: tables.locate(batch[0].digest),
+        tables.ping,
+    ):
+        with pytest.raises(TablesUnavailableError, match=r"Redis at 127\.0\.0\.1:1/3 failed: .*"):
+            call()
+    dead.close()
 
 
 def test_concurrent_copies_of_the_same_vaas_make_one_request_each(tables, batch):
@@ -91,7 +105,7 @@ def test_claims_are_disjoint_across_concurrent_workers_and_respect_the_chain(tab
     for worker_id, digests in claimed.items():
         for digest in digests:
             assert tables.locate(digest) is Table.IN_WORK
-            assert tables.worker_of(digest) == worker_id
+        assert sorted(r.digest for r in tables.in_work(worker_id)) == sorted(digests)
     depths = tables.depths()
     assert depths[Table.INCOMING] == {2: 0, 4: 10}
     assert depths[Table.IN_WORK] == {2: 40, 4: 0}
