@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from google.cloud.bigtable.data import row_filters as rf
+
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.encoding import decode_signature_list, decode_value
@@ -90,8 +92,6 @@ class EventReader:
 
     def signature_history(self, key: MessageKey | str, guardian_set_index: int) -> list[list[int]]:
         """The guardian indices of each ``VAAState`` list cell, oldest first."""
-        from google.cloud.bigtable.data import row_filters as rf
-
         message_key = key if isinstance(key, MessageKey) else MessageKey.parse(key)
         qualifier = schema.signatures_state_qualifier(guardian_set_index)
         row = self.tables.events.read_row(

@@ -31,6 +31,9 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
+from google.api_core.exceptions import GoogleAPIError
+from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup, RetryExceptionGroup
+
 from chainloom.backoff import Backoff
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.bigtable import BigtableTables
@@ -44,6 +47,7 @@ from chainloom.eventstore.errors import (
 )
 from chainloom.eventstore.planner import (
     EnrichmentContext,
+    IndexEntry,
     MessageInput,
     Outcome,
     RowPlan,
@@ -144,16 +148,6 @@ class PutSummary:
             "conflicts": [{"message_id": m, "digest": d} for m, d in self.conflicts],
             "enrichment_errors": list(self.enrichment_errors),
         }
-
-
-def _transient_errors() -> tuple[type[BaseException], ...]:
-    from google.api_core import exceptions as gexc
-    from google.cloud.bigtable.data.exceptions import (
-        MutationsExceptionGroup,
-        RetryExceptionGroup,
-    )
-
-    return (gexc.GoogleAPIError, MutationsExceptionGroup, RetryExceptionGroup, _IndexWriteError)
 
 
 class EventWriter:
@@ -319,8 +313,6 @@ class EventWriter:
         self, token_chain: int, token_address: str, target_chain: int, wrapped: WrappedAsset
     ) -> None:
         """Record which token a transfer of (token_chain, token_address) yields on a chain."""
-        from chainloom.eventstore.planner import IndexEntry
-
         key = keys.wrapped_index_key(
             token_chain, keys.normalize_emitter(token_address), target_chain
         )
@@ -358,12 +350,11 @@ class EventWriter:
         return len(self._queue)
 
     def _with_retries(self, operation: Callable[[], Any], pending: Callable[[], int]) -> Any:
-        transient = _transient_errors()
         backoff = self.config.backoff
         for attempt in range(1, self.config.max_attempts + 1):
             try:
                 return operation()
-            except transient as error:
+            except _TRANSIENT_ERRORS as error:
                 if attempt == self.config.max_attempts:
                     raise StoreUnavailableError(attempt, pending(), error) from error
                 self._sleep(backoff.delay(attempt - 1))
@@ -493,6 +484,15 @@ class EventWriter:
 
 class _IndexWriteError(Exception):
     """Some index rows were not written; the round is retried (index cells are idempotent)."""
+
+
+_TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    GoogleAPIError,
+    MutationsExceptionGroup,
+    RetryExceptionGroup,
+    _IndexWriteError,
+)
+"""What a flush retries with back-off: an outage, some failed entries, or failed index rows."""
 
 
 def _index_failure(count: int) -> BaseException:

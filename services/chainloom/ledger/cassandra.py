@@ -26,6 +26,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from cassandra import ConsistencyLevel, OperationTimedOut, Unavailable, WriteTimeout
+from cassandra.cluster import (
+    EXEC_PROFILE_DEFAULT,
+    Cluster,
+    ExecutionProfile,
+    NoHostAvailable,
+)
+from cassandra.policies import RoundRobinPolicy, TokenAwarePolicy
 from cassandra.query import BatchStatement, BatchType
 
 from chainloom.backoff import Backoff
@@ -261,9 +269,6 @@ class _WriteQueue:
         self._finish()
 
     def _failed(self, error: Any, request: tuple[Any, Any], count: int, attempt: int) -> None:
-        from cassandra import OperationTimedOut, Unavailable, WriteTimeout
-        from cassandra.cluster import NoHostAvailable
-
         transient = isinstance(error, WriteTimeout | Unavailable | OperationTimedOut)
         transient = transient or isinstance(error, NoHostAvailable)
         if transient and attempt < self._retries:
@@ -304,10 +309,6 @@ class CassandraBackend(BackendInterface):
 
     def __init__(self, config: CassandraSettings, *, read_only: bool = False) -> None:
         super().__init__()
-        from cassandra import ConsistencyLevel
-        from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-        from cassandra.policies import RoundRobinPolicy, TokenAwarePolicy
-
         self._config = config
         self._read_only = read_only
         consistency = ConsistencyLevel.name_to_value[config.consistency.upper()]
@@ -383,9 +384,6 @@ class CassandraBackend(BackendInterface):
     @property
     def consistency(self) -> str:
         """The consistency level every statement runs at (``QUORUM`` unless configured)."""
-        from cassandra import ConsistencyLevel
-        from cassandra.cluster import EXEC_PROFILE_DEFAULT
-
         profile = self._cluster.profile_manager.profiles[EXEC_PROFILE_DEFAULT]
         return str(ConsistencyLevel.value_to_name[profile.consistency_level])
 
@@ -557,8 +555,6 @@ class CassandraBackend(BackendInterface):
         return self._compare_and_set(True, sequence, sequence - 1)
 
     def _compare_and_set(self, is_latest: bool, sequence: int, expected: int) -> bool:
-        from cassandra import OperationTimedOut, WriteTimeout
-
         uncertain = False
         for attempt in range(self._config.write_retries + 1):
             try:

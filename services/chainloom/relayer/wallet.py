@@ -13,7 +13,10 @@ import os
 import re
 from pathlib import Path
 
+from coincurve import PrivateKey
+
 from chainloom.relayer.errors import WalletError
+from chainloom.wormhole.hashing import keccak256
 
 _HEX_KEY = re.compile(r"^(0x)?[0-9a-fA-F]{64}$")
 
@@ -24,16 +27,13 @@ class Wallet:
     __slots__ = ("_key", "address")
 
     def __init__(self, private_key: bytes) -> None:
-        from coincurve import PrivateKey
-        from Crypto.Hash import keccak
-
         if len(private_key) != 32:
             raise WalletError(f"a private key is 32 bytes, got {len(private_key)}")
         try:
             public = PrivateKey(private_key).public_key.format(compressed=False)
         except Exception:  # coincurve raises ValueError or its own errors; never chain them
             raise WalletError("the private key is not a valid secp256k1 key") from None
-        digest = keccak.new(digest_bits=256, data=public[1:]).digest()
+        digest = keccak256(public[1:])
         self._key = private_key
         self.address: str = "0x" + digest[12:].hex()
         """The wallet's public EVM address (lower-case hex); safe to log and store."""

@@ -35,7 +35,7 @@ def build(*, force: bool = False, quiet: bool = False) -> bool:
     if not force and _STAMP.exists() and _STAMP.read_text() == fingerprint:
         return False
     if protos:
-        from grpc_tools import protoc  # imported here: only the set-up needs grpcio-tools
+        from grpc_tools import protoc  # noqa: PLC0415 - only the set-up has grpcio-tools
 
         include = str(Path(protoc.__file__).parent / "_proto")
         # The mypy-protobuf plugins sit next to the interpreter (.venv/bin), which need not

@@ -21,6 +21,7 @@ import grpc
 from chainloom.ledger.errors import LedgerInputError
 from chainloom.ledger.sources.dump import DumpFile
 from chainloom.ledger.types import LedgerHeader
+from chainloom.ledger.xrpl.hashing import transaction_id
 from chainloom.rpc.generated.org.xrpl.rpc.v1 import (
     get_ledger_data_pb2,
     get_ledger_diff_pb2,
@@ -142,8 +143,6 @@ class _Servicer:
                     for t, m in pairs
                 )
             else:
-                from chainloom.ledger.xrpl.hashing import transaction_id
-
                 response.hashes_list.hashes.extend(transaction_id(t) for t, _ in pairs)
         if request.get_objects and sequence != self._ledgers.first:
             response.ledger_objects.objects.extend(self._ledgers.diffs[sequence])

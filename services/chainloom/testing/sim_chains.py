@@ -35,6 +35,7 @@ from chainloom.relayer._redis import text as _text
 from chainloom.relayer.errors import SubmitError, UnknownSubmissionError
 from chainloom.relayer.model import Finality
 from chainloom.relayer.wallet import Wallet
+from chainloom.wormhole import parse_vaa
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -59,8 +60,6 @@ def vaa_identity(vaa: bytes) -> tuple[str, int]:
 
     Cached: a worker asks ``is_redeemed`` and then ``submit`` about the same VAA.
     """
-    from chainloom.wormhole import parse_vaa
-
     parsed = parse_vaa(vaa)
     return parsed.digest_hex, parsed.sequence
 

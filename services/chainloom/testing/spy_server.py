@@ -29,7 +29,10 @@ import grpc.aio
 
 from chainloom.relayer.errors import SpyError
 from chainloom.relayer.spy_protocol import METHOD_NAME, SERVICE_NAME, EmitterKey
+from chainloom.relayer.validation import decode_text
 from chainloom.rpc.generated.spy.v1 import spy_pb2
+from chainloom.wormhole import parse_vaa
+from chainloom.wormhole.errors import WormholeError
 
 DEFAULT_BUFFER = 1024
 """Per-subscriber buffer size when none is given."""
@@ -57,9 +60,6 @@ def read_vaa_lines(lines: Iterable[str], *, source: str = "input") -> Iterator[b
 
 def decode_vaa_line(line: str, *, source: str, number: int) -> bytes | None:
     """One line of a VAA file: the VAA, None for a blank or ``#`` line, SpyError otherwise."""
-    from chainloom.relayer.validation import decode_text
-    from chainloom.wormhole.errors import WormholeError
-
     text = line.strip()
     if not text or text.startswith("#"):
         return None
@@ -189,9 +189,6 @@ class SpyHub:
             subscription.closed.set()
 
     def _emitter_of(self, vaa: bytes) -> EmitterKey | None:
-        from chainloom.wormhole import parse_vaa
-        from chainloom.wormhole.errors import WormholeError
-
         try:
             parsed = parse_vaa(vaa)
         except WormholeError:

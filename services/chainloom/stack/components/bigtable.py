@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 from chainloom.stack import versions
@@ -94,10 +95,9 @@ class BigtableEmulator:
         return running
 
     def check(self, running: Running) -> str:
-        import warnings
-
-        from google.cloud import bigtable
-        from google.cloud.bigtable import column_family
+        # The client library loads only for a health check: `chainloom stack` starts without it.
+        from google.cloud import bigtable  # noqa: PLC0415
+        from google.cloud.bigtable import column_family  # noqa: PLC0415
 
         previous = os.environ.get("BIGTABLE_EMULATOR_HOST")
         os.environ["BIGTABLE_EMULATOR_HOST"] = running.address

@@ -236,8 +236,9 @@ class Cassandra:
         return Running(self.name, self.check(running), address, pid, str(log), env=running.env)
 
     def check(self, running: Running) -> str:
-        from cassandra.cluster import Cluster
-        from cassandra.policies import DCAwareRoundRobinPolicy
+        # The driver loads only for a health check: `chainloom stack` starts without it.
+        from cassandra.cluster import Cluster  # noqa: PLC0415
+        from cassandra.policies import DCAwareRoundRobinPolicy  # noqa: PLC0415
 
         host, port = running.address.rsplit(":", 1)
         cluster = Cluster(

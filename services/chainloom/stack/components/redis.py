@@ -108,7 +108,8 @@ class Redis:
         )
 
     def check(self, running: Running) -> str:
-        import redis as redis_client
+        # The client loads only for a health check: `chainloom stack` starts without it.
+        import redis as redis_client  # noqa: PLC0415
 
         host, port = running.address.rsplit(":", 1)
         client = redis_client.Redis(host=host, port=int(port), socket_timeout=2)
