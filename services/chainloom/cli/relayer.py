@@ -83,7 +83,7 @@ def _redis_options(function: Any) -> Any:
 @click.option("--max-retries", type=int, help="worker.max_retries")
 @click.option(
     "--base-delay", type=float, help="Seconds of backoff after the first failure "
-    "(worker.backoff.initial; doubles per failure).",
+    "(worker.backoff.initial; grows by worker.backoff.multiplier per failure).",
 )  # fmt: skip
 @click.option("--max-delay", type=float, help="worker.backoff.maximum")
 @click.option(

@@ -72,6 +72,9 @@ from chainloom.wormhole.errors import WormholeError
 
 DEFAULT_FLUSH_ROWS = 500
 
+DEFAULT_FLUSH_BACKOFF = Backoff(initial=0.2, maximum=5.0)
+"""Waits between attempts of one flush: 0.2 s doubling up to 5 s, no jitter."""
+
 
 @dataclass(frozen=True, slots=True)
 class WriterConfig:
@@ -81,10 +84,8 @@ class WriterConfig:
     """Inputs per flush (one ReadRows + one MutateRows per flush)."""
     max_attempts: int = 5
     """Attempts per flush before :class:`StoreUnavailableError`."""
-    backoff_initial: float = 0.2
-    """First back-off delay in seconds; doubles per attempt."""
-    backoff_max: float = 5.0
-    """Longest back-off delay (at least ``backoff_initial``)."""
+    backoff: Backoff = DEFAULT_FLUSH_BACKOFF
+    """The waits between attempts of one flush."""
     conditional_workers: int = 64
     """Check-and-mutate calls in flight at once for rows reaching quorum (one data-client call
     per pool thread)."""
@@ -95,14 +96,6 @@ class WriterConfig:
     unary call per new row, and safe only when each message id has a single writer
     (writers partitioned by row key, as the bench and a keyed stream do).
     """
-
-    def __post_init__(self) -> None:
-        _ = self.backoff  # impossible back-off settings are refused here, not mid-outage
-
-    @property
-    def backoff(self) -> Backoff:
-        """The delays between attempts of one flush (doubling, no jitter)."""
-        return Backoff(initial=self.backoff_initial, maximum=self.backoff_max)
 
 
 @dataclass(slots=True)

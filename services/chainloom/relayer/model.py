@@ -237,31 +237,23 @@ def _optional_text(data: dict[str, Any], name: str) -> str | None:
 # Retry policy
 
 
+DEFAULT_RETRY_BACKOFF = Backoff(initial=1.0, maximum=3600.0, jitter=0.5)
+"""1 s doubling up to an hour, half of each wait random so that failed requests do not retry
+in lockstep (the defaults of :class:`chainloom.settings.BackoffSettings`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How failures are retried: exponential backoff with jitter, then Failed."""
 
     max_retries: int = 10
     """Failures allowed before the request goes to Failed (the reference's MAX_RETRIES)."""
-    base_delay: float = 1.0
-    """Seconds of backoff after the first failure; doubles with every further failure."""
-    max_delay: float = 3600.0
-    """Upper bound of one backoff, in seconds."""
-    jitter: float = 0.5
-    """Fraction of each backoff that is random, so failed requests do not retry in lockstep."""
+    schedule: Backoff = DEFAULT_RETRY_BACKOFF
+    """The waits between attempts (``worker.backoff`` in the settings)."""
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
-        if not 0 <= self.base_delay <= self.max_delay:
-            raise ValueError("need 0 <= base_delay <= max_delay")
-        if not 0.0 <= self.jitter <= 1.0:
-            raise ValueError(f"jitter must be within [0, 1], got {self.jitter}")
-
-    @property
-    def schedule(self) -> Backoff:
-        """The delays as a :class:`chainloom.backoff.Backoff` (doubling from ``base_delay``)."""
-        return Backoff(initial=self.base_delay, maximum=self.max_delay, jitter=self.jitter)
 
     def backoff(self, retries: int, rng: random.Random) -> float:
         """Seconds to wait before attempt ``retries + 1`` (``retries`` >= 1 failures so far)."""

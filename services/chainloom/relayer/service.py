@@ -79,16 +79,9 @@ def build_worker(
 ) -> Worker:
     """One worker for ``chain`` and ``wallet`` on the configured tables and chain adapter."""
     options = settings.worker
-    if options.backoff.multiplier != 2.0:
-        raise ConfigError("worker.backoff.multiplier: the relayer's retry waits double (use 2)")
     tables = open_tables(settings)
     adapter = adapters(tables.client, chain)
-    policy = RetryPolicy(
-        max_retries=options.max_retries,
-        base_delay=options.backoff.initial,
-        max_delay=options.backoff.maximum,
-        jitter=options.backoff.jitter,
-    )
+    policy = RetryPolicy(max_retries=options.max_retries, schedule=options.backoff.schedule())
     pacing = WorkerSettings(
         policy=policy,
         lease_ttl=options.lease_ttl,

@@ -4,13 +4,17 @@ leases, and wallet keys that never leak."""
 from __future__ import annotations
 
 import logging
+import random
 import time
 
 import pytest
 import redis
 
+from chainloom.backoff import Backoff
+from chainloom.relayer.config import RelayerSettings
 from chainloom.relayer.errors import LeaseLostError
 from chainloom.relayer.model import RetryPolicy, Table
+from chainloom.relayer.service import build_worker
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.wallet import Wallet
 from chainloom.relayer.worker import Worker, WorkerSettings
@@ -53,7 +57,7 @@ def transfers():
 
 
 FAST = WorkerSettings(
-    policy=RetryPolicy(max_retries=2, base_delay=0.0, max_delay=0.0),
+    policy=RetryPolicy(max_retries=2, schedule=Backoff(initial=0.0, maximum=0.0)),
     lease_ttl=5.0,
     batch=8,
     idle_sleep=0.0,
@@ -138,7 +142,7 @@ def test_backoff_keeps_a_failed_request_out_of_reach_until_its_time(tables, wall
     chain.fail_next(1, "nonce too low")
     tables.enqueue(transfers[0])
     slow = WorkerSettings(
-        policy=RetryPolicy(max_retries=5, base_delay=60.0, max_delay=60.0, jitter=0.0),
+        policy=RetryPolicy(max_retries=5, schedule=Backoff(initial=60.0, maximum=60.0)),
         idle_sleep=0.0,
     )
     worker = Worker(tables, chain, wallet_a, slow)
@@ -349,3 +353,27 @@ def test_a_worker_rides_out_an_unreachable_redis(wallet_a, caplog):
     thread.join(timeout=10)
     assert not thread.is_alive()
     assert "error" not in outcome
+
+
+def test_the_worker_backoff_setting_is_the_retry_schedule_whatever_its_multiplier(
+    redis_url, wallet_a
+):
+    settings = RelayerSettings.model_validate(
+        {
+            "redis": {"url": redis_url},
+            "worker": {
+                "max_retries": 4,
+                "backoff": {"initial": 0.5, "maximum": 30.0, "multiplier": 3.0, "jitter": 0.0},
+            },
+        }
+    )
+    worker = build_worker(settings, 2, wallet_a, lambda _client, chain: InProcessAdapter(chain))
+    policy = worker.settings.policy
+    assert policy.max_retries == 4
+    assert [policy.backoff(n, random.Random(0)) for n in (1, 2, 3, 4, 5)] == [
+        0.5,
+        1.5,
+        4.5,
+        13.5,
+        30.0,
+    ]

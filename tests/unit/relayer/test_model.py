@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from chainloom.backoff import Backoff
 from chainloom.relayer.errors import RequestFormatError
 from chainloom.relayer.model import (
     RelayRequest,
@@ -112,7 +113,7 @@ def test_ready_at_is_the_enqueue_time_until_a_backoff_sets_a_later_one():
 
 
 def test_backoff_doubles_and_stays_within_jitter_bounds_and_the_cap():
-    policy = RetryPolicy(base_delay=1.0, max_delay=20.0, jitter=0.5)
+    policy = RetryPolicy(schedule=Backoff(initial=1.0, maximum=20.0, jitter=0.5))
     rng = random.Random(7)
     for retries, ceiling in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 16.0), (6, 20.0)]:
         samples = [policy.backoff(retries, rng) for _ in range(200)]
@@ -122,20 +123,22 @@ def test_backoff_doubles_and_stays_within_jitter_bounds_and_the_cap():
 
 
 def test_backoff_without_jitter_is_exact():
-    policy = RetryPolicy(base_delay=0.5, max_delay=100.0, jitter=0.0)
+    policy = RetryPolicy(schedule=Backoff(initial=0.5, maximum=100.0))
     assert [policy.backoff(n, random.Random(1)) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"max_retries": -1}, {"base_delay": 5.0, "max_delay": 1.0}, {"jitter": 1.5}]
-)
-def test_invalid_policies_are_refused(kwargs):
-    with pytest.raises(ValueError):  # noqa: PT011 - the message is asserted elsewhere
-        RetryPolicy(**kwargs)
+def test_backoff_grows_by_the_configured_multiplier():
+    policy = RetryPolicy(schedule=Backoff(initial=0.5, maximum=100.0, multiplier=3.0))
+    assert [policy.backoff(n, random.Random(1)) for n in (1, 2, 3)] == [0.5, 1.5, 4.5]
+
+
+def test_a_negative_retry_count_is_refused():
+    with pytest.raises(ValueError, match="max_retries"):
+        RetryPolicy(max_retries=-1)
 
 
 def test_failures_retry_with_backoff_until_max_retries_then_failed():
-    policy = RetryPolicy(max_retries=2, base_delay=10.0, jitter=0.0)
+    policy = RetryPolicy(max_retries=2, schedule=Backoff(initial=10.0, maximum=3600.0))
     rng = random.Random(0)
     current = request(submission_id=None)
     first = after_failure(current, "boom 1", now=1000.0, policy=policy, rng=rng)
