@@ -1,7 +1,7 @@
 """Ledger ETL write throughput into Cassandra against a bare concurrent-insert loop.
 
-Runs against the Cassandra node of the local stack (``CHAINLOOM_CASSANDRA_HOSTS`` /
-``CHAINLOOM_CASSANDRA_PORT`` from ``chainloom stack env``).
+Runs against the Cassandra node of the local stack (``CHAINLOOM_DATABASE__CASSANDRA__HOSTS`` /
+``__PORT`` from ``chainloom stack env``, the ledger settings' own variables).
 
 1. The workload generator makes N mainnet-shaped ledgers after ledger 38129's real state
    (~100 transactions and ~300 object changes each by default); not timed.
@@ -24,6 +24,7 @@ Printed: ledgers/s (and rows/s) for each, and ETL / ceiling.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -118,9 +119,12 @@ def main() -> None:
     parser.add_argument("--txs-per-ledger", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=1, help="alternating runs; best counts")
-    parser.add_argument("--hosts", default=os.environ.get("CHAINLOOM_CASSANDRA_HOSTS", "127.0.0.1"))
+    stack_hosts = json.loads(os.environ.get("CHAINLOOM_DATABASE__CASSANDRA__HOSTS", "[]"))
+    parser.add_argument("--hosts", default=",".join(stack_hosts) or "127.0.0.1")
     parser.add_argument(
-        "--port", type=int, default=int(os.environ.get("CHAINLOOM_CASSANDRA_PORT", "9042"))
+        "--port",
+        type=int,
+        default=int(os.environ.get("CHAINLOOM_DATABASE__CASSANDRA__PORT", "9042")),
     )
     parser.add_argument(
         "--vectors",

@@ -13,9 +13,8 @@ echo "-- into SQLite:"
 chainloom ledger load ledgers.jsonl --sqlite-path ledger.sqlite3 --quiet
 chainloom ledger range --sqlite-path ledger.sqlite3
 echo "-- into Cassandra:"
-chainloom ledger load ledgers.jsonl --backend cassandra \
-  --cassandra-hosts "127.0.0.1:$CHAINLOOM_CASSANDRA_PORT" --keyspace demo_ledger --replication-factor 1 --quiet
-chainloom ledger range --backend cassandra --cassandra-hosts "127.0.0.1:$CHAINLOOM_CASSANDRA_PORT" \
-  --keyspace demo_ledger
+# The stack's node comes from `chainloom stack env` (CHAINLOOM_DATABASE__CASSANDRA__*).
+chainloom ledger load ledgers.jsonl --backend cassandra --keyspace demo_ledger --quiet
+chainloom ledger range --backend cassandra --keyspace demo_ledger
 echo "-- the first objects of the state at the newest ledger (a ledger page walk):"
 chainloom ledger objects --at 38149 --limit 5 --sqlite-path ledger.sqlite3

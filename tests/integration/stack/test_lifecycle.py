@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,19 @@ def test_up_status_env_down(tmp_path: Path) -> None:
 
         exports = _chainloom(env, "stack", "env").stdout
         assert f"BIGTABLE_EMULATOR_HOST={rows['bigtable']['address']}" in exports
+        cassandra_port = rows["cassandra"]["address"].rsplit(":", 1)[1]
+        assert f"CHAINLOOM_DATABASE__CASSANDRA__PORT={cassandra_port}" in exports
+        # With the exports and no flags, the ledger reaches this stack's node: the server
+        # itself answers that the (never loaded) keyspace does not exist.
+        exported = dict(
+            shlex.split(line.removeprefix("export "))[0].split("=", 1)
+            for line in exports.splitlines()
+            if not line.startswith("export PATH=")
+        )
+        ledger = _chainloom({**env, **exported}, "ledger", "range", "--backend", "cassandra")
+        assert ledger.returncode == 2, ledger.stdout + ledger.stderr
+        assert f"at 127.0.0.1:{cassandra_port}" in ledger.stderr
+        assert "keyspace chainloom_ledger does not exist" in ledger.stderr
         assert "export KUBECONFIG=" in exports
         assert "export PATH=" in exports
     finally:

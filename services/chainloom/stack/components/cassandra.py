@@ -126,6 +126,22 @@ def java17() -> str:
     )
 
 
+def client_env(native_port: int) -> dict[str, str]:
+    """What ``stack env`` exports for this node: the ledger settings' own variables.
+
+    Hosts and port are ``database.cassandra.hosts`` / ``.port``; the replication factor is 1
+    because the stack runs one node (a keyspace created with the default of 3 refuses every
+    QUORUM write there). ``CHAINLOOM_CASSANDRA_PORT`` stays an input only (the port to start
+    on): exporting it would make the next ``stack up`` in another run directory ask for a port
+    that is taken.
+    """
+    return {
+        "CHAINLOOM_DATABASE__CASSANDRA__HOSTS": '["127.0.0.1"]',
+        "CHAINLOOM_DATABASE__CASSANDRA__PORT": str(native_port),
+        "CHAINLOOM_DATABASE__CASSANDRA__REPLICATION_FACTOR": "1",
+    }
+
+
 class Cassandra:
     """The XRP Ledger history database."""
 
@@ -220,10 +236,7 @@ class Cassandra:
             address,
             pid,
             str(log),
-            env={
-                "CHAINLOOM_CASSANDRA_HOSTS": "127.0.0.1",
-                "CHAINLOOM_CASSANDRA_PORT": str(native_port),
-            },
+            env=client_env(native_port),
         )
         wait_until(
             self.name,
