@@ -217,15 +217,8 @@ class Worker:
             try:
                 self.start()
             except TablesUnavailableError as exc:
-                delay = _REDIS_BACKOFF.delay(failures)
+                self._wait_for_redis(failures, "Redis unreachable at start", exc)
                 failures += 1
-                logger.warning(
-                    "worker %s: Redis unreachable at start (%s); retrying in %.1f s",
-                    self.worker_id,
-                    exc,
-                    delay,
-                )
-                self._stop.wait(delay)
             except LeaseLostError:
                 if self._stop.is_set():
                     return False
@@ -233,6 +226,12 @@ class Worker:
             else:
                 return True
         return False
+
+    def _wait_for_redis(self, failures: int, what: str, error: Exception) -> None:
+        """Log a Redis failure and wait out its back-off (``failures``: those in a row before)."""
+        delay = _REDIS_BACKOFF.delay(failures)
+        logger.warning("worker %s: %s (%s); retrying in %.1f s", self.worker_id, what, error, delay)
+        self._stop.wait(delay)
 
     def run(self) -> WorkerCounters:
         """Start, then step until stopped (or idle for ``stop_when_idle``); then close.
@@ -259,16 +258,9 @@ class Worker:
                         break
                     continue
                 except TablesUnavailableError as exc:
-                    delay = _REDIS_BACKOFF.delay(redis_failures)
-                    redis_failures += 1
-                    logger.warning(
-                        "worker %s: Redis error (%s); retrying in %.1f s",
-                        self.worker_id,
-                        exc,
-                        delay,
-                    )
                     self._recover = True
-                    self._stop.wait(delay)
+                    self._wait_for_redis(redis_failures, "Redis error", exc)
+                    redis_failures += 1
                     continue
                 redis_failures = 0
                 if done:
