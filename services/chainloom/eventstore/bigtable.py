@@ -12,26 +12,12 @@ The emulator is used when ``BIGTABLE_EMULATOR_HOST`` is set (the client reads it
 from __future__ import annotations
 
 import contextlib
-import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-
-from google.api_core.exceptions import NotFound
-from google.cloud.bigtable import Client
-from google.cloud.bigtable import column_family as cf
-from google.cloud.bigtable.data import (
-    BigtableDataClient,
-    MutationsExceptionGroup,
-    ReadRowsQuery,
-    RowMutationEntry,
-    RowRange,
-    SetCell,
-)
-from google.cloud.bigtable.data import row_filters as rf
 
 from chainloom.eventstore import schema
 from chainloom.eventstore.cells import Cell
@@ -91,6 +77,8 @@ class SchemaReport:
 
 def describe_gc_rule(rule: Any) -> str:
     """A GC rule as short text: ``max_versions=1``, ``max_age=86400s``, ``none``."""
+    from google.cloud.bigtable import column_family as cf
+
     if rule is None:
         return "none"
     if isinstance(rule, cf.MaxVersionsGCRule):
@@ -105,11 +93,15 @@ def describe_gc_rule(rule: Any) -> str:
 
 
 def _admin_instance(settings: BigtableSettings) -> Any:
+    from google.cloud.bigtable import Client
+
     client = Client(project=settings.project, admin=True)
     return client.instance(settings.instance)
 
 
 def _spec_rule(spec: schema.FamilySpec) -> Any:
+    from google.cloud.bigtable import column_family as cf
+
     return cf.MaxVersionsGCRule(spec.max_versions)
 
 
@@ -203,6 +195,8 @@ def drop_tables(settings: BigtableSettings) -> None:
 @contextlib.contextmanager
 def _missing_tables_named(settings: BigtableSettings) -> Iterator[None]:
     """Turn the client's NotFound into :class:`TableMissingError` (never retried)."""
+    from google.api_core.exceptions import NotFound
+
     try:
         yield
     except NotFound as error:
@@ -218,6 +212,8 @@ class BigtableTables:
     """
 
     def __init__(self, settings: BigtableSettings) -> None:
+        from google.cloud.bigtable.data import BigtableDataClient
+
         if settings.project is None or settings.instance is None:
             raise StoreConfigError(
                 "Bigtable project and instance must be set (chainloom.eventstore.service.locate "
@@ -256,6 +252,9 @@ class BigtableTables:
         self, row_keys: Iterable[str], families: Sequence[str] | None = None
     ) -> dict[str, RowSnapshot]:
         """The latest cell of every column of each existing row."""
+        from google.cloud.bigtable.data import ReadRowsQuery
+        from google.cloud.bigtable.data import row_filters as rf
+
         wanted: list[str | bytes] = sorted(set(row_keys))
         if not wanted:
             return {}
@@ -269,6 +268,9 @@ class BigtableTables:
         return {row.row_key.decode(): snapshot(row) for row in rows}
 
     def read_index_rows(self, row_keys: Iterable[str]) -> dict[str, dict[str, bytes]]:
+        from google.cloud.bigtable.data import ReadRowsQuery
+        from google.cloud.bigtable.data import row_filters as rf
+
         wanted: list[str | bytes] = sorted(set(row_keys))
         if not wanted:
             return {}
@@ -288,6 +290,8 @@ class BigtableTables:
 
         A failure of the whole call (an outage) raises the client's exception.
         """
+        from google.cloud.bigtable.data import MutationsExceptionGroup, RowMutationEntry
+
         mutation_entries = [RowMutationEntry(key, _mutations(cells)) for key, cells in entries]
         try:
             with _missing_tables_named(self.settings):
@@ -359,6 +363,9 @@ class BigtableTables:
         With ``sequence_width`` each range keeps only keys whose sequence part is as long as
         the range's start key's.
         """
+        from google.cloud.bigtable.data import ReadRowsQuery, RowRange
+        from google.cloud.bigtable.data import row_filters as rf
+
         remaining = limit
         for start, end in ranges:
             if remaining is not None and remaining <= 0:
@@ -391,6 +398,9 @@ class BigtableTables:
         self, start: str, end: str, *, limit: int | None = None, keys_only: bool = False
     ) -> list[tuple[str, dict[str, bytes]]]:
         """Index rows in ``[start, end)``."""
+        from google.cloud.bigtable.data import ReadRowsQuery, RowRange
+        from google.cloud.bigtable.data import row_filters as rf
+
         row_filter: rf.RowFilter = rf.CellsColumnLimitFilter(1)
         if keys_only:
             row_filter = rf.RowFilterChain([row_filter, rf.StripValueTransformerFilter(True)])
@@ -406,11 +416,15 @@ class BigtableTables:
 
 
 def _alternation(names: Sequence[str]) -> str:
+    import re
+
     return "^(" + "|".join(re.escape(n) for n in names) + ")$"
 
 
 def _signed_vaa_predicate() -> Any:
     """The check-and-mutate predicate: a ``QuorumState:SignedVAA`` cell exists."""
+    from google.cloud.bigtable.data import row_filters as rf
+
     return rf.RowFilterChain(
         [
             rf.FamilyNameRegexFilter(schema.QUORUM_STATE),
@@ -422,6 +436,8 @@ def _signed_vaa_predicate() -> Any:
 
 
 def _mutations(cells: Sequence[Cell] | Sequence[IndexEntry]) -> list[Any]:
+    from google.cloud.bigtable.data import SetCell
+
     out = []
     for cell in cells:
         if isinstance(cell, Cell):

@@ -31,9 +31,6 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
-from google.api_core.exceptions import GoogleAPIError
-from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup, RetryExceptionGroup
-
 from chainloom.backoff import Backoff
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.bigtable import BigtableTables
@@ -47,7 +44,6 @@ from chainloom.eventstore.errors import (
 )
 from chainloom.eventstore.planner import (
     EnrichmentContext,
-    IndexEntry,
     MessageInput,
     Outcome,
     RowPlan,
@@ -72,9 +68,6 @@ from chainloom.wormhole.errors import WormholeError
 
 DEFAULT_FLUSH_ROWS = 500
 
-DEFAULT_FLUSH_BACKOFF = Backoff(initial=0.2, maximum=5.0)
-"""Waits between attempts of one flush: 0.2 s doubling up to 5 s, no jitter."""
-
 
 @dataclass(frozen=True, slots=True)
 class WriterConfig:
@@ -84,8 +77,10 @@ class WriterConfig:
     """Inputs per flush (one ReadRows + one MutateRows per flush)."""
     max_attempts: int = 5
     """Attempts per flush before :class:`StoreUnavailableError`."""
-    backoff: Backoff = DEFAULT_FLUSH_BACKOFF
-    """The waits between attempts of one flush."""
+    backoff_initial: float = 0.2
+    """First back-off delay in seconds; doubles per attempt."""
+    backoff_max: float = 5.0
+    """Longest back-off delay (at least ``backoff_initial``)."""
     conditional_workers: int = 64
     """Check-and-mutate calls in flight at once for rows reaching quorum (one data-client call
     per pool thread)."""
@@ -96,6 +91,14 @@ class WriterConfig:
     unary call per new row, and safe only when each message id has a single writer
     (writers partitioned by row key, as the bench and a keyed stream do).
     """
+
+    def __post_init__(self) -> None:
+        _ = self.backoff  # impossible back-off settings are refused here, not mid-outage
+
+    @property
+    def backoff(self) -> Backoff:
+        """The delays between attempts of one flush (doubling, no jitter)."""
+        return Backoff(initial=self.backoff_initial, maximum=self.backoff_max)
 
 
 @dataclass(slots=True)
@@ -141,6 +144,16 @@ class PutSummary:
             "conflicts": [{"message_id": m, "digest": d} for m, d in self.conflicts],
             "enrichment_errors": list(self.enrichment_errors),
         }
+
+
+def _transient_errors() -> tuple[type[BaseException], ...]:
+    from google.api_core import exceptions as gexc
+    from google.cloud.bigtable.data.exceptions import (
+        MutationsExceptionGroup,
+        RetryExceptionGroup,
+    )
+
+    return (gexc.GoogleAPIError, MutationsExceptionGroup, RetryExceptionGroup, _IndexWriteError)
 
 
 class EventWriter:
@@ -306,6 +319,8 @@ class EventWriter:
         self, token_chain: int, token_address: str, target_chain: int, wrapped: WrappedAsset
     ) -> None:
         """Record which token a transfer of (token_chain, token_address) yields on a chain."""
+        from chainloom.eventstore.planner import IndexEntry
+
         key = keys.wrapped_index_key(
             token_chain, keys.normalize_emitter(token_address), target_chain
         )
@@ -343,11 +358,12 @@ class EventWriter:
         return len(self._queue)
 
     def _with_retries(self, operation: Callable[[], Any], pending: Callable[[], int]) -> Any:
+        transient = _transient_errors()
         backoff = self.config.backoff
         for attempt in range(1, self.config.max_attempts + 1):
             try:
                 return operation()
-            except _TRANSIENT_ERRORS as error:
+            except transient as error:
                 if attempt == self.config.max_attempts:
                     raise StoreUnavailableError(attempt, pending(), error) from error
                 self._sleep(backoff.delay(attempt - 1))
@@ -477,15 +493,6 @@ class EventWriter:
 
 class _IndexWriteError(Exception):
     """Some index rows were not written; the round is retried (index cells are idempotent)."""
-
-
-_TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    GoogleAPIError,
-    MutationsExceptionGroup,
-    RetryExceptionGroup,
-    _IndexWriteError,
-)
-"""What a flush retries with back-off: an outage, some failed entries, or failed index rows."""
 
 
 def _index_failure(count: int) -> BaseException:

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from chainloom.backoff import Backoff
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.errors import StoreUnavailableError
 from chainloom.eventstore.queries import EventReader
@@ -118,9 +117,7 @@ def test_outage_raises_clearly_and_keeps_queued_rows(
 ) -> None:
     monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", relay.address)
     through_relay = settings.model_copy(update={"operation_timeout": 1.0})
-    config = WriterConfig(
-        flush_rows=1000, max_attempts=3, backoff=Backoff(initial=0.1, maximum=0.5)
-    )
+    config = WriterConfig(flush_rows=1000, max_attempts=3, backoff_initial=0.1, backoff_max=0.5)
     with BigtableTables(through_relay) as relayed:
         writer = EventWriter(relayed, KIT.sets(0), config=config)
         assert writer.put_many(_vaas(0, 5)).new == 5
