@@ -39,6 +39,10 @@ def _tables(redis_url: str, prefix: str) -> RelayTables:
     try:
         client = redis.Redis.from_url(redis_url)
         client.ping()
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        if isinstance(exc, redis.AuthenticationError):
+            raise click.BadParameter(str(exc), param_hint="--redis-url") from None
+        raise  # Redis is down: the CLI's error boundary exits 4, naming the server
     except (ValueError, redis.RedisError) as exc:
         raise click.BadParameter(
             f"cannot use Redis at {_redact(redis_url)}: {exc}", param_hint="--redis-url"

@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from chainloom.stack import manager
-from chainloom.stack.errors import StackError
 
 _console = Console(stderr=True)
 
@@ -61,11 +60,10 @@ def stack() -> None:
 @click.option("--full", is_flag=True, help="Add kube-controller-manager, kube-scheduler and KWOK.")
 def up(only: str | None, full: bool) -> None:
     """Install what is missing, start what is not running, and wait until healthy."""
-    try:
-        with _ConsoleProgress() as progress:
-            started = manager.up(_names(only), full=full, progress=progress)
-    except StackError as error:
-        raise click.ClickException(str(error)) from error
+    # A StackError (missing tool, port taken, a component that failed its health check)
+    # reaches the CLI's error boundary: one message, exit 2.
+    with _ConsoleProgress() as progress:
+        started = manager.up(_names(only), full=full, progress=progress)
     _console.print(f"[green]up:[/green] {', '.join(started)}")
 
 
@@ -108,8 +106,5 @@ def env() -> None:
 @click.option("--only", metavar="NAMES", help="Stop only these components (default: all).")
 def down(only: str | None) -> None:
     """Stop the stack's processes by pid; nothing of ours is left running."""
-    try:
-        stopped = manager.down(_names(only) if only else None)
-    except StackError as error:
-        raise click.ClickException(str(error)) from error
+    stopped = manager.down(_names(only) if only else None)
     _console.print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
