@@ -9,7 +9,7 @@ that does not name the file it was about. Cases:
 * bad arguments: an unknown option, a value of the wrong type, a missing required parameter;
 * for every parameter that takes a path (a ``click.Path``/``click.File`` type, a ``PATH``
   metavar, or a name ending in ``path``/``file``): the path missing, unreadable, a binary
-  file and a directory;
+  file and a directory, and a binary file named by its environment variable;
 * for every command with a server parameter (Redis, gRPC, spy, Cassandra) or Bigtable
   settings: every server pointed at a loopback port that refuses connections.
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -151,6 +152,8 @@ class Case:
     """Exit codes this case may end with."""
     must_name: str | None = None
     """Text the output must contain (the path a file case is about)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables of this case (on top of :data:`SERVER_ENV`)."""
     stdin: str = ""
     """What the process reads on stdin (a signed VAA for the unreachable-server cases, so a
     command reading VAAs from stdin gets as far as its server)."""
@@ -332,6 +335,15 @@ def file_cases(command: Command) -> Iterator[Case]:
                 expected,
                 must_name=path if expected == {BAD_INPUT} else None,
             )
+        envvar = parameter.envvar if isinstance(parameter.envvar, str) else None
+        if envvar and not is_output(command, parameter):
+            yield Case(
+                f"{command.name}: ${envvar} binary",
+                (*command.path, *required_args(command, skip=parameter)),
+                frozenset({BAD_INPUT}),
+                env=((envvar, BINARY),),
+                must_name=BINARY,
+            )
 
 
 def unreachable_cases(command: Command) -> Iterator[Case]:
@@ -391,6 +403,7 @@ def run(case: Case, scratch: Path, dump: Path) -> Result:
         if not key.startswith(("CHAINLOOM_", "BIGTABLE_")) or key == "CHAINLOOM_VECTORS"
     }
     env |= SERVER_ENV | {"CHAINLOOM_RUN": str(run_dir), "PYTHONUNBUFFERED": "1"}
+    env |= dict(case.env)
     try:
         done = subprocess.run(
             [sys.executable, "-m", "chainloom", *case.argv],
@@ -465,3 +478,27 @@ def test_fails_in_one_line(case: Case, results: dict[str, Result]) -> None:
     assert result.code in case.expected, f"expected exit {sorted(case.expected)}:\n{shown}"
     if case.must_name is not None:
         assert case.must_name in result.output, f"the message does not name the file:\n{shown}"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_command_exits_130_in_one_line(signum: signal.Signals, tmp_path: Path):
+    """A command that is not a server (here a spy watcher retrying a closed port) exits 130."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_")}
+    argv = ["spy", "subscribe", "--address", CLOSED, "--connect-timeout", "0"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "chainloom", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env | {"CHAINLOOM_RUN": str(tmp_path)},
+        # A shell running the tests in the background ignores SIGINT; the command must not.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+    ) as process:
+        assert process.stderr is not None
+        first = process.stderr.readline()  # the first failed attempt: the command is running
+        assert CLOSED in first
+        process.send_signal(signum)
+        _, rest = process.communicate(timeout=CASE_TIMEOUT)
+    assert process.returncode == 130, first + rest
+    assert "Traceback" not in rest
+    assert rest.rstrip().splitlines()[-1] == "interrupted"

@@ -81,7 +81,12 @@ def _terminate_as_interrupt() -> Any:
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         del signum, frame
-        raise KeyboardInterrupt
+        if callable(signal.getsignal(signal.SIGINT)):
+            # Whoever handles SIGINT now (Python's KeyboardInterrupt, or asyncio.run, which
+            # cancels its main task cleanly) handles this SIGTERM the same way.
+            signal.raise_signal(signal.SIGINT)
+        else:
+            raise KeyboardInterrupt  # SIGINT ignored (a background job): still stop
 
     signal.signal(signal.SIGTERM, interrupt)
     return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -281,10 +281,7 @@ def subscribe(
         keys = [EmitterKey.from_text(text) for text in filters]
     except SpyError as error:
         _fail(f"--filter: {error}")
-    try:
-        asyncio.run(_subscribe(address, keys, count, as_json, connect_timeout))
-    except KeyboardInterrupt:
-        return
+    asyncio.run(_subscribe(address, keys, count, as_json, connect_timeout))
 
 
 async def _subscribe(
