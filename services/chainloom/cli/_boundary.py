@@ -46,6 +46,9 @@ DEBUG_ENV = "CHAINLOOM_DEBUG"
 MAX_CAUSE_CHARS = 300
 """How much of a library's error message a line quotes before cutting it with ``...``."""
 
+ENDPOINT_ENV = ("BIGTABLE_EMULATOR_HOST",)
+"""Environment variables naming a server that no command has an option for."""
+
 _ENDPOINT_WORDS = ("url", "address", "host", "grpc", "spy", "endpoint")
 
 
@@ -197,7 +200,8 @@ def _outage_line(error: BaseException, given: Sequence[GivenValue]) -> str:
         given, lambda item: any(word in item.label.lower() for word in _ENDPOINT_WORDS)
     )
     named = [item for item in endpoints if _endpoint_text(item.value) in cause]
-    shown = named or endpoints
+    options = [item for item in endpoints if not item.label.startswith("$")]
+    shown = named or options or endpoints
     where = ", ".join(f"{item.label} {redact_url(item.value)}" for item in shown)
     return f"error: unavailable{f' ({where})' if where else ''}: {type(error).__name__}: {cause}"
 
@@ -305,7 +309,8 @@ def given_values(error: BaseException) -> list[GivenValue]:
     The innermost :class:`click.Context` is found among the locals of the frames the error
     passed through (click keeps the running command's context there); each context up to the
     root contributes its parameters. Environment variables of chainloom that name existing
-    files come last, for files a command reads without a parameter of its own.
+    files come last, for files a command reads without a parameter of its own, then the
+    servers named only by environment (:data:`ENDPOINT_ENV`).
     """
     found: list[GivenValue] = []
     for context in _context_chain(_innermost_context(error)):
@@ -316,6 +321,9 @@ def given_values(error: BaseException) -> list[GivenValue]:
     for name, value in sorted(os.environ.items()):
         if name.startswith("CHAINLOOM_") and _is_file(value):
             found.append(GivenValue(f"${name}", value))
+    for name in ENDPOINT_ENV:
+        if os.environ.get(name):
+            found.append(GivenValue(f"${name}", os.environ[name]))
     return found
 
 

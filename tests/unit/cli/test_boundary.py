@@ -59,6 +59,16 @@ def test_redis_outage_names_the_option_without_the_password():
     assert "hunter2" not in outcome.message
 
 
+def test_an_outage_names_the_server_of_the_environment_when_no_option_does():
+    given = [GivenValue("--table", "events"), GivenValue("$BIGTABLE_EMULATOR_HOST", "h:1")]
+    outcome = classify(TimeoutError("deadline exceeded"), given)
+    assert outcome.message == (
+        "error: unavailable ($BIGTABLE_EMULATOR_HOST h:1): TimeoutError: deadline exceeded"
+    )
+    given = [GivenValue("--redis-url", "redis://r:2/0"), *given]
+    assert "$BIGTABLE" not in classify(TimeoutError("deadline exceeded"), given).message
+
+
 def test_redis_refusing_credentials_is_configuration():
     outcome = classify(redis.AuthenticationError("invalid username-password pair"))
     assert outcome.code == ExitCode.BAD_INPUT
