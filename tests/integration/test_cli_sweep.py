@@ -107,13 +107,12 @@ SERVER_VALUES = {
 """Option values pointing a command at the closed port, by parameter name."""
 
 SERVER_ENV = {
-    "CHAINLOOM_REDIS_URL": f"redis://{CLOSED}/0",
-    "CHAINLOOM_RELAYER_REDIS_URL": f"redis://{CLOSED}/0",
-    "CHAINLOOM_CASSANDRA_HOSTS": CLOSED,
+    "CHAINLOOM_REDIS__URL": f"redis://{CLOSED}/0",
+    "CHAINLOOM_DATABASE__CASSANDRA__HOSTS": f'["{CLOSED}"]',
     "BIGTABLE_EMULATOR_HOST": CLOSED,
-    "CHAINLOOM_BIGTABLE_PROJECT": "sweep",
-    "CHAINLOOM_BIGTABLE_INSTANCE": "sweep",
-    "CHAINLOOM_BIGTABLE_TABLE": "sweep",
+    "CHAINLOOM_BIGTABLE__PROJECT": "sweep",
+    "CHAINLOOM_BIGTABLE__INSTANCE": "sweep",
+    "CHAINLOOM_BIGTABLE__TABLE": "sweep",
 }
 """The environment of every case: any server a command finds there is unreachable."""
 
