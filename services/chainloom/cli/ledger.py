@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from chainloom.cli._common import check_input_file, resolve_vectors_file
 from chainloom.cli._settings import config_option, load_or_exit
 
 if TYPE_CHECKING:
@@ -57,23 +58,19 @@ def _backend_options(function: F) -> F:
     return function
 
 
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
-
-
 def _guard(function: F) -> F:
-    """Turn chainloom's deliberate errors into one line on stderr and exit status 2."""
+    """Turn chainloom's deliberate errors into one line on stderr and the exit code the CLI's
+    error boundary gives them (2 for bad input, 4 when the database cannot be reached)."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from chainloom.cli._boundary import report
         from chainloom.errors import ChainloomError
 
         try:
             return function(*args, **kwargs)
         except ChainloomError as refused:
-            _fail(str(refused))
-        return None
+            sys.exit(report(refused))
 
     return wrapper  # type: ignore[return-value]
 
@@ -169,6 +166,7 @@ def load(
     if (dump is None) == (grpc_address is None):
         raise LedgerInputError("give either a DUMP file or --grpc HOST:PORT")
     if dump is not None:
+        check_input_file(dump, option="DUMP")
         from chainloom.ledger.sources.file import FileLedgerSource
 
         source = FileLedgerSource(dump)
@@ -420,7 +418,8 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     "--vectors",
     type=click.Path(path_type=Path),
     envvar="CHAINLOOM_VECTORS",
-    help="xrpl_vectors.json or its directory (default ../shared/vectors).",
+    help="xrpl_vectors.json or its directory (default: ../shared/vectors beside the source "
+    "checkout).",
 )
 @click.option(
     "--out",
@@ -444,9 +443,7 @@ def generate(
     from chainloom.ledger.sources.dump import DumpWriter
     from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
 
-    if vectors is None:
-        vectors = Path.cwd().parent / "shared" / "vectors"
-    vectors_file = vectors / "xrpl_vectors.json" if vectors.is_dir() else vectors
+    vectors_file = resolve_vectors_file(vectors, "xrpl_vectors.json")
     initial = vectors_ledger(vectors_file, from_state)
     generator = WorkloadGenerator(initial, seed=seed, txs_per_ledger=txs_per_ledger)
     started = time.monotonic()
@@ -493,6 +490,7 @@ def replay(dump: Path, listen: str, interval: float) -> None:
     """Serve a dump over rippled's gRPC API (org.xrpl.rpc.v1) until interrupted."""
     from chainloom.testing.ledger_replay import ReplayServer
 
+    check_input_file(dump, option="DUMP")
     server = ReplayServer(dump, interval=interval)
 
     def stop(signum: int, frame: object) -> None:

@@ -39,7 +39,7 @@ def _settings(config_path: str | None, flags: dict[str, Any]) -> RelayerSettings
 
 def _tables(options: dict[str, Any]) -> RelayTables:
     """The tables of the settings given by ``--config``/``--redis-url``/``--prefix``."""
-    from chainloom.relayer.errors import RelayerError
+    from chainloom.relayer.errors import RelayerError, TablesUnavailableError
     from chainloom.relayer.service import open_tables
 
     settings = _settings(
@@ -48,6 +48,8 @@ def _tables(options: dict[str, Any]) -> RelayTables:
     )
     try:
         return open_tables(settings)
+    except TablesUnavailableError:
+        raise  # Redis is down: the CLI's error boundary exits 4, naming the server
     except RelayerError as error:
         fail(f"--redis-url: {error}")
 

@@ -12,9 +12,11 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import click
+
+from chainloom.cli._common import check_input_file
 
 if TYPE_CHECKING:
     from chainloom.testing.spy_server import SpyHub
@@ -25,7 +27,7 @@ def spy() -> None:
     """A guardian-spy-compatible gRPC server, and a client to watch one."""
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
 
@@ -102,9 +104,11 @@ def _fail(message: str) -> None:
 @click.option("--bigtable-table", help="Event store table (bigtable.table).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final counters as JSON.")
 def serve(**options: Any) -> None:
-    """Serve SubscribeSignedVAA, streaming VAAs from files, stdin or the event store."""
-    from chainloom.relayer.errors import SpyError
+    """Serve SubscribeSignedVAA, streaming VAAs from files, stdin or the event store.
 
+    SIGINT and SIGTERM are its normal stop (exit 0, counters printed); a bad source exits 2,
+    an unreachable event store 4.
+    """
     settings = ServeOptions(**options)
     if settings.copies < 1 or settings.rate < 0 or settings.wait_for_subscribers < 0:
         _fail("--copies must be >= 1, --rate and --wait-for-subscribers >= 0")
@@ -112,10 +116,10 @@ def serve(**options: Any) -> None:
         _fail("--events-emitter needs exactly one --events-chain")
     if not (settings.files or settings.use_stdin or settings.events_chains):
         _fail("nothing to serve: give --file, --stdin or --events-chain")
+    for name in settings.files:
+        check_input_file(name, option="--file")
     try:
         counters = asyncio.run(_serve(settings))
-    except SpyError as error:
-        _fail(str(error))
     except KeyboardInterrupt:
         return
     if settings.as_json:
@@ -256,33 +260,64 @@ async def _sources(options: ServeOptions) -> AsyncIterator[bytes]:
 )
 @click.option("--count", default=0, help="Stop after this many VAAs (0: never).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per VAA.")
-def subscribe(address: str, filters: tuple[str, ...], count: int, as_json: bool) -> None:
-    """Print the VAAs a spy streams, one hex per line."""
+@click.option(
+    "--connect-timeout",
+    type=click.FloatRange(0),
+    default=10.0,
+    show_default=True,
+    help="Exit 4 if no stream is established within this many seconds (0: keep retrying).",
+)
+def subscribe(
+    address: str, filters: tuple[str, ...], count: int, as_json: bool, connect_timeout: float
+) -> None:
+    """Print the VAAs a spy streams, one hex per line.
+
+    Reconnects with backoff when a stream ends; only the first connection has a deadline.
+    """
     from chainloom.relayer.errors import SpyError
     from chainloom.relayer.spy_protocol import EmitterKey
 
     try:
         keys = [EmitterKey.from_text(text) for text in filters]
-        asyncio.run(_subscribe(address, keys, count, as_json))
     except SpyError as error:
-        _fail(str(error))
-    except KeyboardInterrupt:
-        return
+        _fail(f"--filter: {error}")
+    asyncio.run(_subscribe(address, keys, count, as_json, connect_timeout))
 
 
-async def _subscribe(address: str, keys: list[Any], count: int, as_json: bool) -> None:
+async def _subscribe(
+    address: str, keys: list[Any], count: int, as_json: bool, connect_timeout: float
+) -> None:
     from chainloom.relayer.spy_client import SpyClient
 
     client = SpyClient(address, keys)
+    watchdog = asyncio.create_task(_first_connection(client, connect_timeout or None))
     seen = 0
-    async for vaa in client.messages():
-        if as_json:
-            click.echo(json.dumps({"vaa": vaa.hex(), "length": len(vaa)}))
-        else:
-            click.echo(vaa.hex())
-        seen += 1
-        if count and seen >= count:
-            client.stop()
+    try:
+        async for vaa in client.messages():
+            if as_json:
+                click.echo(json.dumps({"vaa": vaa.hex(), "length": len(vaa)}))
+            else:
+                click.echo(vaa.hex())
+            seen += 1
+            if count and seen >= count:
+                client.stop()
+    finally:
+        watchdog.cancel()
+    if watchdog.done() and not watchdog.cancelled() and not watchdog.result():
+        raise TimeoutError(
+            f"spy {address}: no stream within {connect_timeout:g}s "
+            f"(last error: {client.counters.last_error or 'none'})"
+        )
+
+
+async def _first_connection(client: Any, timeout: float | None) -> bool:
+    """Whether ``client`` connects within ``timeout``; stops it when it does not."""
+    try:
+        await client.wait_connected(timeout)
+    except TimeoutError:
+        client.stop()
+        return False
+    return True
 
 
 def _stored_vaas(options: ServeOptions, chain: int) -> list[bytes]:

@@ -13,7 +13,6 @@ from rich.table import Table
 
 from chainloom.stack import manager
 from chainloom.stack.components.redis import FSYNC_POLICIES, FSYNC_VARIABLE
-from chainloom.stack.errors import StackError
 
 _console = Console(stderr=True)
 
@@ -78,11 +77,10 @@ def up(only: str | None, full: bool, redis_fsync: str | None) -> None:
     if redis_fsync:
         # The Redis component reads its policy from the environment, like its port.
         os.environ[FSYNC_VARIABLE] = redis_fsync
-    try:
-        with _ConsoleProgress() as progress:
-            started = manager.up(_names(only), full=full, progress=progress)
-    except StackError as error:
-        raise click.ClickException(str(error)) from error
+    # A StackError (missing tool, port taken, a component that failed its health check)
+    # reaches the CLI's error boundary: one message, exit 2.
+    with _ConsoleProgress() as progress:
+        started = manager.up(_names(only), full=full, progress=progress)
     _console.print(f"[green]up:[/green] {', '.join(started)}")
 
 
@@ -125,8 +123,5 @@ def env() -> None:
 @click.option("--only", metavar="NAMES", help="Stop only these components (default: all).")
 def down(only: str | None) -> None:
     """Stop the stack's processes by pid; nothing of ours is left running."""
-    try:
-        stopped = manager.down(_names(only) if only else None)
-    except StackError as error:
-        raise click.ClickException(str(error)) from error
+    stopped = manager.down(_names(only) if only else None)
     _console.print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")

@@ -53,7 +53,9 @@ def decode(
     from chainloom.wormhole.render import vaa_to_json
 
     sets = None
-    if verify:
+    given = click.get_current_context().get_parameter_source("guardian_set")
+    # An explicit --guardian-set is checked even without --verify: a bad path is bad input.
+    if verify or given is not click.core.ParameterSource.DEFAULT:
         try:
             sets = load_guardian_sets(guardian_set)
         except (WormholeError, ValueError) as error:
@@ -70,7 +72,7 @@ def decode(
             failed = True
             click.echo(f"error: {label} ({preview(text)}): {error}", err=True)
             continue
-        verification = verify_vaa(parsed, sets, now=now, cache=cache) if sets else None
+        verification = verify_vaa(parsed, sets, now=now, cache=cache) if verify and sets else None
         view = vaa_to_json(parsed, decode_payload(parsed, emitters=emitters), verification)
         out.write(json.dumps(view, indent=2 if pretty else None, ensure_ascii=False) + "\n")
     out.flush()

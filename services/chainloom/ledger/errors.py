@@ -19,7 +19,7 @@ needs to act on: the configuration key, the ledger sequence, the object key::
 
 from __future__ import annotations
 
-from chainloom.errors import ChainloomError
+from chainloom.errors import ChainloomError, UnavailableError
 
 
 class LedgerError(ChainloomError):
@@ -58,5 +58,8 @@ class LedgerIntegrityError(LedgerError):
         self.sequence = sequence
 
 
-class BackendError(LedgerError):
-    """The database failed: unreachable, timed out, or a write was never acknowledged."""
+class BackendError(LedgerError, UnavailableError):
+    """The database failed: unreachable, timed out, or a write was never acknowledged.
+
+    Also an :class:`~chainloom.errors.UnavailableError`, so the CLI exits 4 on it.
+    """

@@ -24,7 +24,7 @@ the shape that was expected, never its content.
 
 from __future__ import annotations
 
-from chainloom.errors import ChainloomError
+from chainloom.errors import ChainloomError, UnavailableError
 
 
 class RelayerError(ChainloomError):
@@ -51,12 +51,13 @@ class TableError(RelayerError):
     """The Redis tables refused an operation."""
 
 
-class TablesUnavailableError(TableError):
+class TablesUnavailableError(TableError, UnavailableError):
     """Redis could not be reached or failed mid-operation (refused, timed out, reset).
 
     Raised by :mod:`chainloom.relayer.tables` in place of the client library's own errors, so
     callers (the listener, the workers) never import ``redis`` to tell an outage from a refusal.
-    The message names the server's address and the cause.
+    The message names the server's address and the cause. Also an
+    :class:`~chainloom.errors.UnavailableError`, so the CLI exits 4 on it.
     """
 
 

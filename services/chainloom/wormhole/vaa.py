@@ -8,12 +8,14 @@ Why this module is written the way it is:
   never verify and storing it would only let it masquerade as a real message.
 * **Byte exact.** The digest is the VAA's identity for replay protection, and it must be taken
   over the *received* body bytes (sdk/vaa/structs.go). The wire format is canonical (fixed
-  widths, the payload is the rest), so ``to_bytes()`` of a parsed VAA is the input again; the
-  parser still keeps the received buffer so ``body`` and ``to_bytes()`` cost nothing.
-* **Plain.** A VAA is an ordinary frozen dataclass built through its constructor. Decoding costs
-  a few microseconds against ~450 for verifying 13 signatures, so it is not worth tricks; only
-  the digest (two keccak passes) is computed lazily and cached, because many VAAs are parsed
-  for their identifiers alone.
+  widths, the payload is the rest), so ``to_bytes()`` of a parsed VAA is the input again.
+* **Plain, and cheap to decode.** A VAA is an ordinary frozen dataclass built through its
+  constructor (frozen because its digest is its identity and is cached). Decoding runs on every
+  copy of every message a spy streams, so the parser builds only what is always needed: the
+  signatures stay as the received entries (:class:`ReceivedSignatures`, which is what the
+  verifier reads) and a :class:`Signature` is built only when one is asked for; the digest
+  (two keccak passes) is computed on first use, because many VAAs are parsed for their
+  identifiers alone; and the constructor's range checks are one ``struct`` pack.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import contextlib
 import functools
 import re
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from chainloom.wormhole.errors import (
     SignatureOrderError,
@@ -40,6 +44,7 @@ __all__ = [
     "SIGNATURE_ENTRY_LENGTH",
     "SUPPORTED_VERSION",
     "VAA",
+    "ReceivedSignatures",
     "Signature",
     "decode_vaa_text",
     "encode_body",
@@ -56,6 +61,8 @@ BODY_LENGTH_WITHOUT_PAYLOAD = 51
 
 _HEADER = struct.Struct(">BIB")
 _BODY = struct.Struct(">IIH32sQB")
+# The integer fields of a VAA in their wire widths: packing them is the range check.
+_INTEGER_FIELDS = struct.Struct(">IIIHQB")
 _MAX_U32 = 0xFFFFFFFF
 _MAX_U64 = 0xFFFFFFFFFFFFFFFF
 
@@ -76,6 +83,65 @@ class Signature:
             raise ValueError(f"signature must be 65 bytes, got {len(self.signature)}")
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class ReceivedSignatures(Sequence[Signature]):
+    """A parsed VAA's signatures, kept as the received entries and read on access.
+
+    Verification works on the raw entries (see :func:`signature_entries`), so the parser does
+    not build a :class:`Signature` per guardian; indexing or iterating builds them on demand.
+    It compares and hashes like the tuple of the same signatures, so a parsed VAA equals the
+    VAA it was encoded from.
+    """
+
+    entries: bytes
+    """The signature list as received: per signature, index (1 byte) || r || s || v (65)."""
+
+    def __len__(self) -> int:
+        return len(self.entries) // SIGNATURE_ENTRY_LENGTH
+
+    @overload
+    def __getitem__(self, position: int) -> Signature: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> tuple[Signature, ...]: ...
+
+    def __getitem__(self, position: int | slice) -> Signature | tuple[Signature, ...]:
+        if isinstance(position, slice):
+            return tuple(self)[position]
+        start = range(0, len(self.entries), SIGNATURE_ENTRY_LENGTH)[position]
+        return Signature(
+            self.entries[start], self.entries[start + 1 : start + SIGNATURE_ENTRY_LENGTH]
+        )
+
+    def __iter__(self) -> Iterator[Signature]:
+        entries = self.entries
+        for start in range(0, len(entries), SIGNATURE_ENTRY_LENGTH):
+            yield Signature(entries[start], entries[start + 1 : start + SIGNATURE_ENTRY_LENGTH])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReceivedSignatures):
+            return self.entries == other.entries
+        if isinstance(other, tuple):
+            return tuple(self) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    @property
+    def indices(self) -> bytes:
+        """The guardian index of each signature, one byte each, in signature order."""
+        return self.entries[::SIGNATURE_ENTRY_LENGTH]
+
+    def entry_list(self) -> list[bytes]:
+        """The 66-byte entries (index || r || s || v), in signature order."""
+        entries = self.entries
+        return [
+            entries[start : start + SIGNATURE_ENTRY_LENGTH]
+            for start in range(0, len(entries), SIGNATURE_ENTRY_LENGTH)
+        ]
+
+
 @dataclass(frozen=True)
 class VAA:
     """A signed Verifiable Action Approval (layout: ``sdk/vaa/structs.go``)."""
@@ -84,8 +150,9 @@ class VAA:
     """Wire-format version; always 1."""
     guardian_set_index: int
     """The guardian set whose members signed (uint32)."""
-    signatures: tuple[Signature, ...]
-    """Guardian signatures, guardian indices strictly ascending."""
+    signatures: Sequence[Signature]
+    """Guardian signatures, guardian indices strictly ascending: a tuple when built by hand,
+    :class:`ReceivedSignatures` (the received entries) when parsed."""
     timestamp: int
     """Block time of the source transaction, unix seconds (uint32)."""
     nonce: int
@@ -102,22 +169,23 @@ class VAA:
     """The application payload (the rest of the body; may be empty)."""
 
     def __post_init__(self) -> None:
-        if len(self.emitter_address) != 32:
-            raise ValueError(f"emitter_address must be 32 bytes, got {len(self.emitter_address)}")
         if self.version != SUPPORTED_VERSION:
             raise ValueError(f"version must be {SUPPORTED_VERSION}, got {self.version}")
+        if len(self.emitter_address) != 32:
+            raise ValueError(f"emitter_address must be 32 bytes, got {len(self.emitter_address)}")
         if len(self.signatures) > 0xFF:
             raise ValueError(f"at most 255 signatures fit in a VAA, got {len(self.signatures)}")
-        for name, value, limit in (
-            ("guardian_set_index", self.guardian_set_index, _MAX_U32),
-            ("timestamp", self.timestamp, _MAX_U32),
-            ("nonce", self.nonce, _MAX_U32),
-            ("emitter_chain", self.emitter_chain, 0xFFFF),
-            ("sequence", self.sequence, _MAX_U64),
-            ("consistency_level", self.consistency_level, 0xFF),
-        ):
-            if not 0 <= value <= limit:
-                raise ValueError(f"{name} {value} does not fit its field (max {limit})")
+        try:
+            _INTEGER_FIELDS.pack(
+                self.guardian_set_index,
+                self.timestamp,
+                self.nonce,
+                self.emitter_chain,
+                self.sequence,
+                self.consistency_level,
+            )
+        except struct.error:
+            raise ValueError(_out_of_range(self)) from None
 
     # ---- bytes ---------------------------------------------------------------------------
 
@@ -137,12 +205,8 @@ class VAA:
 
     def to_bytes(self) -> bytes:
         """The full signed VAA; for a parsed VAA, exactly the bytes it was parsed from."""
-        parts = [_HEADER.pack(self.version, self.guardian_set_index, len(self.signatures))]
-        for sig in self.signatures:
-            parts.append(bytes((sig.guardian_index,)))
-            parts.append(sig.signature)
-        parts.append(self.body)
-        return b"".join(parts)
+        header = _HEADER.pack(self.version, self.guardian_set_index, len(self.signatures))
+        return header + b"".join(signature_entries(self)[1]) + self.body
 
     # ---- identity ------------------------------------------------------------------------
 
@@ -201,6 +265,21 @@ def encode_body(
     )
 
 
+def _out_of_range(vaa: VAA) -> str:
+    """The message naming the first integer field that does not fit its wire width."""
+    for name, value, limit in (
+        ("guardian_set_index", vaa.guardian_set_index, _MAX_U32),
+        ("timestamp", vaa.timestamp, _MAX_U32),
+        ("nonce", vaa.nonce, _MAX_U32),
+        ("emitter_chain", vaa.emitter_chain, 0xFFFF),
+        ("sequence", vaa.sequence, _MAX_U64),
+        ("consistency_level", vaa.consistency_level, 0xFF),
+    ):
+        if not isinstance(value, int) or not 0 <= value <= limit:
+            return f"{name} {value!r} does not fit its field (a uint up to {limit})"
+    return "an integer field does not fit its wire width"
+
+
 def _raise_order_error(indices: bytes) -> None:
     previous = -1
     for position, index in enumerate(indices):
@@ -212,7 +291,7 @@ def _raise_order_error(indices: bytes) -> None:
 
 def raw_signatures(vaa: VAA) -> list[tuple[int, bytes]]:
     """(guardian index, 65-byte signature) pairs, in signature order."""
-    return [(sig.guardian_index, sig.signature) for sig in vaa.signatures]
+    return [(entry[0], entry[1:]) for entry in signature_entries(vaa)[1]]
 
 
 def signature_entries(vaa: VAA) -> tuple[bytes, list[bytes]]:
@@ -221,6 +300,8 @@ def signature_entries(vaa: VAA) -> tuple[bytes, list[bytes]]:
     This is what the verifier and the signature cache work on.
     """
     signatures = vaa.signatures
+    if isinstance(signatures, ReceivedSignatures):
+        return signatures.indices, signatures.entry_list()
     return (
         bytes(sig.guardian_index for sig in signatures),
         [bytes((sig.guardian_index,)) + sig.signature for sig in signatures],
@@ -264,14 +345,10 @@ def parse_vaa(data: bytes | bytearray | memoryview) -> VAA:
     if count > 1 and indices != bytes(sorted(set(indices))):
         _raise_order_error(indices)
     timestamp, nonce, chain, emitter, sequence, consistency = _BODY.unpack_from(data, body_offset)
-    signatures = tuple(
-        Signature(data[start], data[start + 1 : start + SIGNATURE_ENTRY_LENGTH])
-        for start in range(HEADER_LENGTH, body_offset, SIGNATURE_ENTRY_LENGTH)
-    )
     return VAA(
         version=version,
         guardian_set_index=guardian_set_index,
-        signatures=signatures,
+        signatures=ReceivedSignatures(data[HEADER_LENGTH:body_offset]),
         timestamp=timestamp,
         nonce=nonce,
         emitter_chain=chain,

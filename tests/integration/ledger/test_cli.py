@@ -131,7 +131,7 @@ def test_a_missing_dump_and_a_missing_database_are_named(tmp_path: Path) -> None
         ledger, ["load", str(tmp_path / "none.jsonl"), "--sqlite-path", str(tmp_path / "x.db")]
     )
     assert result.exit_code == 2
-    assert "none.jsonl does not exist" in result.stderr
+    assert f"DUMP {tmp_path / 'none.jsonl'}: does not exist" in result.stderr
     result = CliRunner().invoke(ledger, ["range", "--sqlite-path", str(tmp_path / "nope.db")])
     assert result.exit_code == 2
     assert "nope.db does not exist" in result.stderr

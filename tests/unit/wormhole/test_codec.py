@@ -15,6 +15,7 @@ from chainloom.wormhole.errors import (
     VAAEncodingError,
     VAAParseError,
 )
+from chainloom.wormhole.vaa import ReceivedSignatures, raw_signatures, signature_entries
 
 
 def _vaa(signature_count: int = 2, payload: bytes = b"hello") -> VAA:
@@ -45,6 +46,32 @@ def test_constructed_vaa_serialises_and_parses_back_equal():
     assert parsed.body == vaa.body
     assert parsed.digest == vaa.digest
     assert hash(parsed) == hash(vaa)
+
+
+def test_parsed_signatures_read_the_received_entries():
+    vaa = _vaa(signature_count=3)
+    parsed = parse_vaa(vaa.to_bytes())
+    signatures = parsed.signatures
+    assert isinstance(signatures, ReceivedSignatures)
+    assert len(signatures) == 3
+    assert signatures[0] == vaa.signatures[0]
+    assert signatures[-1] == Signature(guardian_index=6, signature=bytes([2]) * 65)
+    assert signatures[1:] == tuple(vaa.signatures[1:])
+    assert list(signatures) == list(vaa.signatures)
+    assert signatures == tuple(vaa.signatures)
+    assert signatures != tuple(vaa.signatures[:2])
+    assert signatures != list(vaa.signatures)
+    assert hash(signatures) == hash(tuple(vaa.signatures))
+    assert signatures.indices == bytes([0, 3, 6])
+    with pytest.raises(IndexError):
+        signatures[3]
+    assert signature_entries(parsed) == signature_entries(vaa)
+    assert (
+        raw_signatures(parsed)
+        == raw_signatures(vaa)
+        == [(3 * i, bytes([i]) * 65) for i in range(3)]
+    )
+    assert parsed.guardian_indices == (0, 3, 6)
 
 
 def test_identifiers():
@@ -176,6 +203,9 @@ def test_bad_text(text, message):
         ("sequence", 2**64),
         ("emitter_chain", 65536),
         ("timestamp", -1),
+        ("nonce", 2**32),
+        ("guardian_set_index", 1.5),
+        ("consistency_level", 256),
     ],
 )
 def test_constructor_validates(field, value):
