@@ -94,8 +94,8 @@ def _recorded_statements(config: Any, dump: Path) -> list[list[tuple[str, tuple[
 
 def _etl(config: Any, dump: Path) -> tuple[float, int]:
     """Seconds from the initial ledger's commit to the last ledger's, and ledgers after it."""
-    from chainloom.ledger.backend import make_backend
     from chainloom.ledger.etl import LedgerEtl, Progress
+    from chainloom.ledger.service import make_backend
     from chainloom.ledger.sources.file import FileLedgerSource
 
     committed: list[tuple[int, float]] = []
@@ -227,8 +227,8 @@ def _ceiling_with(
 
     from cassandra.concurrent import execute_concurrent
 
-    from chainloom.ledger.backend import make_backend
     from chainloom.ledger.etl import LedgerEtl
+    from chainloom.ledger.service import make_backend
     from chainloom.ledger.sources.file import FileLedgerSource
 
     backend: Any = make_backend(target)

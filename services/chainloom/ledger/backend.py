@@ -1,4 +1,4 @@
-"""The contract every ledger history database implements, and the factory that picks one.
+"""The contract every ledger history database implements (``chainloom.ledger.service`` picks one).
 
 Why an abstract base class rather than a bare Protocol: like Clio's ``BackendInterface``, part of
 the behaviour is the same for every database and must not drift between them -- the range fence
@@ -23,13 +23,11 @@ Write protocol for one ledger (the order of Clio's ETL)::
 from __future__ import annotations
 
 import abc
-import importlib
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Literal
 
-from chainloom.ledger.config import DatabaseSettings
-from chainloom.ledger.errors import LedgerConfigError, LedgerCorruptionError, LedgerInputError
+from chainloom.ledger.errors import LedgerCorruptionError, LedgerInputError
 from chainloom.ledger.types import (
     FIRST_KEY,
     LAST_KEY,
@@ -662,23 +660,3 @@ class BackendInterface(abc.ABC):
     @abc.abstractmethod
     def _do_finish_writes(self, sequence: int) -> bool:
         """Wait for every write, then compare-and-set the range to ``sequence``."""
-
-
-def make_backend(config: DatabaseSettings | Mapping[str, Any]) -> BackendInterface:
-    """The backend ``database.type`` names, connected and with its range loaded."""
-    if not isinstance(config, DatabaseSettings):
-        config = DatabaseSettings.from_mapping(config)
-    # Imported here so that choosing SQLite never loads the Cassandra driver (and vice versa).
-    implementations = {
-        "cassandra": ("chainloom.ledger.cassandra", "CassandraBackend", config.cassandra),
-        "sqlite": ("chainloom.ledger.sqlite", "SqliteBackend", config.sqlite),
-    }
-    if config.type not in implementations:  # pragma: no cover - validate() refused it already
-        raise LedgerConfigError(f"invalid database.type {config.type!r}")
-    module_name, class_name, settings = implementations[config.type]
-    backend_class: type[BackendInterface] = getattr(
-        importlib.import_module(module_name), class_name
-    )
-    backend = backend_class(settings, read_only=config.read_only)  # type: ignore[call-arg]
-    backend.hard_fetch_ledger_range()
-    return backend

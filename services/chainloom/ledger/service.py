@@ -7,11 +7,33 @@ reader opened anywhere refuses writes the same way and a missing SQLite file is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from chainloom.ledger.backend import BackendInterface, make_backend
-from chainloom.ledger.config import LedgerSettings
+from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.cassandra import CassandraBackend
+from chainloom.ledger.config import DatabaseSettings, LedgerSettings
 from chainloom.ledger.errors import LedgerConfigError
+from chainloom.ledger.sqlite import SqliteBackend
+
+
+def make_backend(config: DatabaseSettings | Mapping[str, Any]) -> BackendInterface:
+    """The backend ``database.type`` names, connected and with its range loaded.
+
+    ``config`` is a :class:`DatabaseSettings` or a mapping of that shape (with or without the
+    ``database`` key). Entry points use :func:`open_backend`, which also refuses to read a
+    SQLite file that does not exist.
+    """
+    if not isinstance(config, DatabaseSettings):
+        config = DatabaseSettings.from_mapping(config)
+    backend: BackendInterface
+    if config.type == "cassandra":
+        backend = CassandraBackend(config.cassandra, read_only=config.read_only)
+    else:
+        backend = SqliteBackend(config.sqlite, read_only=config.read_only)
+    backend.hard_fetch_ledger_range()
+    return backend
 
 
 def open_backend(settings: LedgerSettings, *, read_only: bool = False) -> BackendInterface:

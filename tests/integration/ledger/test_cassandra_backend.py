@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from chainloom.ledger.backend import make_backend
 from chainloom.ledger.cassandra import TABLE_NAMES, CassandraBackend
 from chainloom.ledger.config import DatabaseSettings
 from chainloom.ledger.errors import BackendError
+from chainloom.ledger.service import make_backend
 from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.types import LedgerRange
 from chainloom.settings import CassandraSettings

@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from chainloom.cli.ledger import ledger
-from chainloom.ledger.backend import BackendInterface, make_backend
+from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.dump import DumpFile, state_at
 from chainloom.ledger.xrpl.address import encode_account
 from chainloom.ledger.xrpl.parse import parse_metadata

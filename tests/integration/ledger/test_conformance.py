@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from chainloom.ledger.backend import BackendInterface, directory_page_key, make_backend
+from chainloom.ledger.backend import BackendInterface, directory_page_key
 from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 from chainloom.ledger.errors import LedgerInputError
+from chainloom.ledger.service import make_backend
 from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.types import (
     FIRST_KEY,
@@ -605,7 +606,7 @@ def test_nft_transactions_forward_cursor_steps_past_the_last_row(backend: Backen
 
 CRASHING_WRITER = """
 import json, os, sys
-from chainloom.ledger.backend import make_backend
+from chainloom.ledger.service import make_backend
 from tests.integration.ledger.test_conformance import Tx, ALICE, key, make_header
 backend = make_backend(json.loads(sys.argv[1]))
 header = make_header(71)

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from chainloom.ledger.backend import BackendInterface, make_backend
+from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.cassandra import TABLE_NAMES
 from chainloom.ledger.etl import LedgerEtl
+from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import FIRST_KEY, LAST_KEY, LedgerHeader
 from tests.ledger_support import (

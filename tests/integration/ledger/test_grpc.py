@@ -10,8 +10,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from chainloom.ledger.backend import make_backend
 from chainloom.ledger.etl import LedgerEtl, stored_state
+from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.dump import DumpWriter
 from chainloom.ledger.sources.errors import LedgerSourceError
 from chainloom.ledger.sources.grpc import GrpcLedgerSource

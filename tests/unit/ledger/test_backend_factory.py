@@ -10,12 +10,12 @@ from pydantic import ValidationError
 from chainloom.ledger.backend import (
     directory_entries,
     directory_page_key,
-    make_backend,
     quality_next,
     range_from_rows,
 )
 from chainloom.ledger.config import DatabaseSettings
 from chainloom.ledger.errors import LedgerConfigError, LedgerInputError
+from chainloom.ledger.service import make_backend
 from chainloom.ledger.sqlite import SqliteBackend
 from chainloom.ledger.types import LAST_KEY, LedgerRange
 from chainloom.ledger.xrpl.parse import book_base

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from chainloom.ledger.backend import make_backend
 from chainloom.ledger.etl import LedgerEtl
+from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.file import FileLedgerSource
 from tests.ledger_support import (
     FIRST,
