@@ -85,17 +85,6 @@ def xrpl_vectors(vectors_dir: Path) -> Any:
 # The local stack
 
 
-@pytest.fixture(autouse=True)
-def _no_settings_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Settings variables of the developer's shell (``CHAINLOOM_REDIS__URL`` and the Cassandra
-    ones that ``eval "$(chainloom stack env)"`` exports) are not the tests' settings: the
-    environment outranks a settings file, so they would point a test's subprocesses away from
-    the leased Redis database or the private keyspace it configured. A test that wants such a
-    variable sets it."""
-    for name in [name for name in os.environ if name.startswith("CHAINLOOM_") and "__" in name]:
-        monkeypatch.delenv(name)
-
-
 class StackForTests:
     """Starts stack components on demand for one pytest session."""
 
