@@ -360,8 +360,9 @@ class EventWriter:
         return len(self._queue)
 
     def _with_retries(self, operation: Callable[[float], Any], pending: Callable[[], int]) -> Any:
-        """Run ``operation(seconds left)`` until it succeeds, the attempts run out or the
-        deadline passes (a back-off that would end past it is not slept)."""
+        """Run ``operation(seconds)`` until it succeeds, the attempts run out or the deadline
+        passes (a back-off that would end past it is not slept). Each attempt gets what is left
+        of the deadline, at most ``bigtable.operation_timeout``."""
         backoff = self.config.backoff
         deadline = self.config.deadline or self.tables.settings.operation_timeout
         started = self._clock()
@@ -369,8 +370,9 @@ class EventWriter:
         while True:
             attempt += 1
             left = deadline - (self._clock() - started)
+            budget = min(left, self.tables.settings.operation_timeout)
             try:
-                return operation(max(left, _MIN_CALL_SECONDS))
+                return operation(max(budget, _MIN_CALL_SECONDS))
             except (StoreUnavailableError, _IndexWriteError) as error:
                 delay = backoff.delay(attempt - 1)
                 spent = self._clock() - started
