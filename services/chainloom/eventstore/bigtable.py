@@ -84,10 +84,14 @@ def describe_outage(error: BaseException, timeout: float | None = None) -> str:
         last = error.cause
     if isinstance(error, gexc.DeadlineExceeded | gexc.RetryError):
         spent = f"no answer within {timeout:g} s" if timeout else "deadline exceeded"
-        text = f"{spent} (last error: {last})" if last is not None else spent
+        text = f"{spent} (last error: {_one_line(last)})" if last is not None else spent
     else:
-        text = str(error) or error.__class__.__name__
-    return " ".join(text.split())
+        text = _one_line(error)
+    return text
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or error.__class__.__name__
 
 
 @contextlib.contextmanager

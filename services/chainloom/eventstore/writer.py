@@ -102,6 +102,8 @@ class WriterConfig:
 
     def __post_init__(self) -> None:
         _ = self.backoff  # impossible back-off settings are refused here, not mid-outage
+        if self.deadline is not None and not self.deadline > 0:
+            raise ValueError(f"WriterConfig.deadline must be positive seconds, not {self.deadline}")
 
     @property
     def backoff(self) -> Backoff:
@@ -364,7 +366,9 @@ class EventWriter:
         passes (a back-off that would end past it is not slept). Each attempt gets what is left
         of the deadline, at most ``bigtable.operation_timeout``."""
         backoff = self.config.backoff
-        deadline = self.config.deadline or self.tables.settings.operation_timeout
+        deadline = self.config.deadline
+        if deadline is None:
+            deadline = self.tables.settings.operation_timeout
         started = self._clock()
         attempt = 0
         while True:
