@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from chainloom.cli._common import ExitCode
 from chainloom.cli._settings import config_option, load_or_exit
 
 if TYPE_CHECKING:
@@ -58,20 +59,14 @@ def _open(ctx: click.Context) -> BigtableTables:
         _fail(str(error))
 
 
-EXIT_INPUT = 2
-"""Bad input or configuration (the project's exit-code table, docs/eventstore.md)."""
-EXIT_UNAVAILABLE = 4
-"""Bigtable did not answer within ``bigtable.operation_timeout``."""
-
-
 def _fail(message: str) -> NoReturn:
     click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_INPUT)
+    sys.exit(ExitCode.BAD_INPUT)
 
 
 def _unavailable(error: StoreUnavailableError) -> NoReturn:
     click.echo(f"error: {error}", err=True)
-    sys.exit(EXIT_UNAVAILABLE)
+    sys.exit(ExitCode.UNAVAILABLE)
 
 
 @contextlib.contextmanager
@@ -232,12 +227,12 @@ def put(
         except StoreUnavailableError as error:
             click.echo(f"error: {error}", err=True)
             _report(writer.summary, as_json, not_stored=len(entries) - _handled(writer.summary))
-            sys.exit(EXIT_UNAVAILABLE)
+            sys.exit(ExitCode.UNAVAILABLE)
         except EventStoreError as error:
             _fail(str(error))
     _report(writer.summary, as_json)
     if refused:
-        sys.exit(EXIT_INPUT)
+        sys.exit(ExitCode.BAD_INPUT)
 
 
 def _handled(summary: PutSummary) -> int:

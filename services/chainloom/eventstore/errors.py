@@ -16,7 +16,7 @@ retries, a price source that cannot answer::
 
 from __future__ import annotations
 
-from chainloom.errors import ChainloomError
+from chainloom.errors import ChainloomError, UnavailableError
 
 
 class EventStoreError(ChainloomError):
@@ -46,8 +46,7 @@ class TableMissingError(EventStoreError):
         self.table = table
 
 
-# TODO(merge): also derive from chainloom.errors.UnavailableError (clisweep's marker class).
-class StoreUnavailableError(EventStoreError):
+class StoreUnavailableError(EventStoreError, UnavailableError):
     """Bigtable could not be reached, or kept failing, until the deadline
     (``bigtable.operation_timeout``) ran out.
 
