@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +27,21 @@ from chainloom.stack import manager
 from chainloom.stack._model import Running
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+SETTINGS_ENV = re.compile(r"CHAINLOOM_[A-Z0-9_]+__[A-Z0-9_]+")
+"""Environment names of nested settings (``CHAINLOOM_REDIS__URL``, ...)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Drop settings that ``eval "$(chainloom stack env)"`` exported into this shell.
+
+    The environment outranks a settings file, so a ``CHAINLOOM_REDIS__URL`` left in the shell
+    would silently redirect every command a test starts with its own settings file. Tests name
+    their servers through fixtures (``redis_url``, ``bigtable_emulator``, ...) instead.
+    """
+    for name in [n for n in os.environ if SETTINGS_ENV.fullmatch(n)]:
+        del os.environ[name]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -113,6 +113,7 @@ SERVER_ENV = {
     "CHAINLOOM_BIGTABLE__PROJECT": "sweep",
     "CHAINLOOM_BIGTABLE__INSTANCE": "sweep",
     "CHAINLOOM_BIGTABLE__TABLE": "sweep",
+    "CHAINLOOM_BIGTABLE__OPERATION_TIMEOUT": "3",
 }
 """The environment of every case: any server a command finds there is unreachable."""
 
@@ -456,18 +457,7 @@ def test_the_sweep_covers_every_command():
     assert "events get: servers unreachable" in ids
 
 
-AWAITING_DEADLINE = {"events put: servers unreachable", "events init: servers unreachable"}
-"""Cases that outlast :data:`CASE_TIMEOUT` until the event store has a configurable deadline
-(issue 10 section 3): Bigtable's client retries for 30-60 s per call and longer per put."""
-
-
-def _marks(case: Case) -> list[pytest.MarkDecorator]:
-    if case.id in AWAITING_DEADLINE:
-        return [pytest.mark.xfail(reason="no configurable Bigtable deadline yet", strict=False)]
-    return []
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=_marks(c)) for c in ALL_CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in ALL_CASES])
 def test_fails_in_one_line(case: Case, results: dict[str, Result]) -> None:
     result = results[case.id]
     shown = f"chainloom {' '.join(case.argv)}\n--- exit {result.code} ---\n{result.output[-3000:]}"

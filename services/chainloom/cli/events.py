@@ -5,6 +5,10 @@ Connection: :class:`~chainloom.eventstore.config.EventStoreSettings` from ``--co
 the flags ``--project/--instance/--table/--index-table``; ``BIGTABLE_EMULATOR_HOST`` points
 the client at the emulator. The store is opened by :mod:`chainloom.eventstore.service`.
 Inputs of ``put`` take the same forms as ``vaa decode``.
+
+Exit codes (``docs/eventstore.md``): 0 done; 1 a finding (schema drift, nothing stored for the
+key); 2 bad input or configuration (refused VAAs, bad options, missing table); 4 Bigtable
+unavailable within ``bigtable.operation_timeout`` (one line naming the endpoint and the cause).
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from chainloom.cli._common import ExitCode
 from chainloom.cli._settings import config_option, load_or_exit
 
 if TYPE_CHECKING:
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.config import EventStoreSettings
+    from chainloom.eventstore.errors import StoreUnavailableError
     from chainloom.eventstore.prices import PriceSource
     from chainloom.eventstore.queries import StoredMessage
     from chainloom.eventstore.writer import PutSummary
@@ -55,16 +61,23 @@ def _open(ctx: click.Context) -> BigtableTables:
 
 def _fail(message: str) -> NoReturn:
     click.echo(f"error: {message}", err=True)
-    sys.exit(2)
+    sys.exit(ExitCode.BAD_INPUT)
+
+
+def _unavailable(error: StoreUnavailableError) -> NoReturn:
+    click.echo(f"error: {error}", err=True)
+    sys.exit(ExitCode.UNAVAILABLE)
 
 
 @contextlib.contextmanager
 def _store_errors() -> Iterator[None]:
-    """Store errors (missing table, outage after retries) as one line and exit status 2."""
-    from chainloom.eventstore.errors import EventStoreError
+    """Store errors as one line: an outage exits 4, any other (a missing table) exits 2."""
+    from chainloom.eventstore.errors import EventStoreError, StoreUnavailableError
 
     try:
         yield
+    except StoreUnavailableError as error:
+        _unavailable(error)
     except EventStoreError as error:
         _fail(str(error))
 
@@ -117,14 +130,11 @@ def init(ctx: click.Context, check: bool, as_json: bool) -> None:
     Exits 1 when an existing table differs from the schema (nothing is changed).
     """
     from chainloom.eventstore.bigtable import check_schema, ensure_schema
-    from chainloom.eventstore.errors import EventStoreError
     from chainloom.eventstore.service import locate
 
-    try:
+    with _store_errors():
         settings = locate(_settings(ctx))
         report = check_schema(settings) if check else ensure_schema(settings)
-    except EventStoreError as error:
-        _fail(str(error))
     if as_json:
         click.echo(json.dumps(report.as_dict()))
     else:
@@ -167,10 +177,16 @@ def put(
     """Verify and store VAAs (hex or base64; '-' or nothing reads lines from stdin).
 
     Prints how many rows were new, updated, unchanged and conflicting; exits 2 if any input
-    was refused (each named on stderr), after storing the others.
+    was refused (each named on stderr), after storing the others. If Bigtable becomes
+    unavailable it prints what was stored so far and exits 4: running the same put again
+    resumes it (putting is idempotent; rows already stored count as unchanged).
     """
     from chainloom.cli._common import each_input, known_emitters, load_guardian_sets, preview
-    from chainloom.eventstore.errors import EventStoreError, UnverifiedVAAError
+    from chainloom.eventstore.errors import (
+        EventStoreError,
+        StoreUnavailableError,
+        UnverifiedVAAError,
+    )
     from chainloom.eventstore.writer import EventWriter
     from chainloom.wormhole import SignatureCache, parse_vaa_text
     from chainloom.wormhole.errors import WormholeError
@@ -208,11 +224,20 @@ def put(
                     writer.summary.refusals.append((label, str(error)))
                     click.echo(f"error: {label} ({preview(text)}): {error}", err=True)
             writer.close()
+        except StoreUnavailableError as error:
+            click.echo(f"error: {error}", err=True)
+            _report(writer.summary, as_json, not_stored=len(entries) - _handled(writer.summary))
+            sys.exit(ExitCode.UNAVAILABLE)
         except EventStoreError as error:
             _fail(str(error))
     _report(writer.summary, as_json)
     if refused:
-        sys.exit(2)
+        sys.exit(ExitCode.BAD_INPUT)
+
+
+def _handled(summary: PutSummary) -> int:
+    """Inputs that were stored, found unchanged or in conflict, or refused."""
+    return summary.new + summary.updated + summary.unchanged + summary.conflicting + summary.refused
 
 
 def _price_source(price_file: str | None, price_api: str | None) -> PriceSource | None:
@@ -229,14 +254,24 @@ def _price_source(price_file: str | None, price_api: str | None) -> PriceSource 
     return None
 
 
-def _report(summary: PutSummary, as_json: bool) -> None:
+def _report(summary: PutSummary, as_json: bool, not_stored: int | None = None) -> None:
+    """The put summary; ``not_stored`` (after an outage) adds what is left and how to resume."""
+    resume = (
+        f"stopped by the outage: {not_stored} inputs not stored; run the same put again to "
+        "resume (put is idempotent: inputs already stored count as unchanged)"
+    )
     if as_json:
-        click.echo(json.dumps(summary.as_dict()))
+        report = summary.as_dict()
+        if not_stored is not None:
+            report |= {"complete": False, "not_stored": not_stored, "resume": resume}
+        click.echo(json.dumps(report))
         return
     click.echo(
         f"new {summary.new}, updated {summary.updated}, unchanged {summary.unchanged}, "
         f"conflicting {summary.conflicting}, refused {summary.refused}"
     )
+    if not_stored is not None:
+        click.echo(resume)
     for message_id, digest in summary.conflicts:
         click.echo(f"conflict: {message_id} has a different VAA {digest} (kept)")
     for problem in summary.enrichment_errors:
@@ -308,22 +343,19 @@ def scan(
     as_json: bool,
 ) -> None:
     """List a chain's (or one emitter's) messages by sequence."""
-    from chainloom.eventstore.errors import EventStoreError
     from chainloom.eventstore.queries import EventReader
 
     chosen = [f.strip() for f in families.split(",") if f.strip()] if families else None
-    with _open(ctx) as tables:
-        try:
-            messages = EventReader(tables).scan(
-                _chain(chain),
-                emitter=emitter,
-                from_seq=from_seq,
-                to_seq=to_seq,
-                limit=limit,
-                families=chosen,
-            )
-        except EventStoreError as error:
-            _fail(str(error))
+    chain_id = _chain(chain)
+    with _store_errors(), _open(ctx) as tables:
+        messages = EventReader(tables).scan(
+            chain_id,
+            emitter=emitter,
+            from_seq=from_seq,
+            to_seq=to_seq,
+            limit=limit,
+            families=chosen,
+        )
     _print_messages(messages, as_json)
 
 
@@ -336,8 +368,9 @@ def recent(ctx: click.Context, chain: str, limit: int, as_json: bool) -> None:
     """A chain's newest messages (by VAA time), newest first."""
     from chainloom.eventstore.queries import EventReader
 
+    chain_id = _chain(chain)
     with _store_errors(), _open(ctx) as tables:
-        messages = EventReader(tables).recent(_chain(chain), limit=limit)
+        messages = EventReader(tables).recent(chain_id, limit=limit)
     _print_messages(messages, as_json)
 
 
@@ -366,13 +399,14 @@ def by_tx(ctx: click.Context, as_json: bool, tx_id: str) -> None:
 def counts(
     ctx: click.Context, first: dt.datetime, last: dt.datetime, chain: str | None, as_json: bool
 ) -> None:
-    """Messages per chain and UTC day over a range of days."""
+    """Messages per chain and UTC day over a range of days (--from to --to, both included)."""
     from chainloom.eventstore.queries import EventReader
 
+    if first > last:
+        _fail(f"--from {first:%Y-%m-%d} is after --to {last:%Y-%m-%d}")
+    chain_id = _chain(chain) if chain else None
     with _store_errors(), _open(ctx) as tables:
-        result = EventReader(tables).count_per_day(
-            first.date(), last.date(), chain=_chain(chain) if chain else None
-        )
+        result = EventReader(tables).count_per_day(first.date(), last.date(), chain=chain_id)
     rows = sorted(result.items())
     if as_json:
         click.echo(json.dumps([{"chain": c, "day": d, "count": n} for (c, d), n in rows]))

@@ -7,11 +7,17 @@ in :mod:`chainloom.eventstore.writer`; this module only performs single calls an
 their results.
 
 The emulator is used when ``BIGTABLE_EMULATOR_HOST`` is set (the client reads it itself).
+
+Every call is bounded by ``bigtable.operation_timeout`` (the client's own retries included), and
+an outage surfaces as :class:`StoreUnavailableError` naming the endpoint and the last error the
+client saw, never as the client's exception group: callers (the writer's retries, the CLI's exit
+code 4) need to tell "Bigtable is away" from a bug.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
@@ -21,9 +27,89 @@ from typing import Any
 
 from chainloom.eventstore import schema
 from chainloom.eventstore.cells import Cell
-from chainloom.eventstore.errors import StoreConfigError, TableMissingError
+from chainloom.eventstore.errors import (
+    StoreConfigError,
+    StoreUnavailableError,
+    TableMissingError,
+)
 from chainloom.eventstore.planner import IndexEntry, RowSnapshot
 from chainloom.settings import BigtableSettings
+
+EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
+"""Set (to host:port) when the Bigtable client should talk to the emulator; read by the client."""
+
+
+def endpoint(settings: BigtableSettings) -> str:
+    """Where the calls go, for error messages: the emulator's address or the instance's name."""
+    emulator = os.environ.get(EMULATOR_ENV)
+    if emulator:
+        return f"emulator {emulator}"
+    return f"projects/{settings.project}/instances/{settings.instance}"
+
+
+def _outage_errors() -> tuple[type[BaseException], ...]:
+    """The client's errors that mean the service is unreachable, overloaded or too slow.
+
+    Other API errors (permission denied, invalid argument) are not outages and propagate.
+    """
+    from google.api_core import exceptions as gexc
+    from google.cloud.bigtable.data.exceptions import RetryExceptionGroup
+
+    return (
+        gexc.ServiceUnavailable,
+        gexc.DeadlineExceeded,
+        gexc.RetryError,
+        gexc.Aborted,
+        gexc.InternalServerError,
+        gexc.Unknown,
+        gexc.ResourceExhausted,
+        gexc.Cancelled,
+        RetryExceptionGroup,
+    )
+
+
+def describe_outage(error: BaseException, timeout: float | None = None) -> str:
+    """One line saying why a call failed: the time spent and the last attempt's error.
+
+    The data client raises ``DeadlineExceeded`` from a group holding every attempt's error; the
+    classic admin client raises ``RetryError`` carrying the last one. The last attempt says why.
+    """
+    from google.api_core import exceptions as gexc
+
+    group = error if isinstance(error, BaseExceptionGroup) else error.__cause__
+    last: BaseException | None = None
+    if isinstance(group, BaseExceptionGroup) and group.exceptions:
+        last = group.exceptions[-1]
+    elif isinstance(error, gexc.RetryError) and error.cause is not None:
+        last = error.cause
+    if isinstance(error, gexc.DeadlineExceeded | gexc.RetryError):
+        spent = f"no answer within {timeout:g} s" if timeout else "deadline exceeded"
+        text = f"{spent} (last error: {_one_line(last)})" if last is not None else spent
+    else:
+        text = _one_line(error)
+    return text
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or error.__class__.__name__
+
+
+@contextlib.contextmanager
+def store_calls(settings: BigtableSettings, timeout: float | None = None) -> Iterator[None]:
+    """Turn the client's NotFound into :class:`TableMissingError` and an outage into
+    :class:`StoreUnavailableError` (one line naming the endpoint and the cause)."""
+    from google.api_core.exceptions import NotFound
+
+    try:
+        yield
+    except NotFound as error:
+        text = str(error)
+        table = settings.index_table if settings.index_table in text else settings.table
+        raise TableMissingError(table) from None
+    except _outage_errors() as error:
+        cause = describe_outage(error, timeout or settings.operation_timeout)
+        raise StoreUnavailableError(endpoint(settings), cause) from error
+
 
 # ------------------------------------------------------------------------------------------
 # Administration
@@ -76,27 +162,58 @@ class SchemaReport:
 
 
 def describe_gc_rule(rule: Any) -> str:
-    """A GC rule as short text: ``max_versions=1``, ``max_age=86400s``, ``none``."""
-    from google.cloud.bigtable import column_family as cf
+    """A GC rule as short text: ``max_versions=1``, ``max_age=86400s``, ``none``.
 
+    Takes a classic GC rule object (``column_family.MaxVersionsGCRule``, ...) or the admin
+    API's ``GcRule`` message, so the schema and a live table are described alike.
+    """
     if rule is None:
         return "none"
-    if isinstance(rule, cf.MaxVersionsGCRule):
+    if hasattr(rule, "to_pb"):
+        rule = rule.to_pb()
+    if "max_num_versions" in rule:
         return f"max_versions={rule.max_num_versions}"
-    if isinstance(rule, cf.MaxAgeGCRule):
+    if "max_age" in rule:
         return f"max_age={int(rule.max_age.total_seconds())}s"
-    if isinstance(rule, cf.GCRuleUnion):
-        return "union(" + ", ".join(describe_gc_rule(r) for r in rule.rules) + ")"
-    if isinstance(rule, cf.GCRuleIntersection):
-        return "intersection(" + ", ".join(describe_gc_rule(r) for r in rule.rules) + ")"
-    return repr(rule)
+    if "union" in rule:
+        return "union(" + ", ".join(describe_gc_rule(r) for r in rule.union.rules) + ")"
+    if "intersection" in rule:
+        parts = ", ".join(describe_gc_rule(r) for r in rule.intersection.rules)
+        return "intersection(" + parts + ")"
+    return "none"
 
 
-def _admin_instance(settings: BigtableSettings) -> Any:
+def _live_families(
+    client: Any, instance: Any, table_id: str, timeout: float
+) -> dict[str, Any] | None:
+    """The table's families and their GC rules (``GcRule`` messages), or None if it does not
+    exist.
+
+    One GetTable call of the admin API within ``timeout`` seconds, retries included (the
+    classic client's ``exists`` and ``list_column_families`` would retry for a minute each).
+    """
+    from google.api_core.exceptions import NotFound
+    from google.api_core.retry import Retry
+    from google.cloud.bigtable_admin_v2.types import Table
+
+    admin = instance.table(table_id)
+    try:
+        live = client.table_admin_client.get_table(
+            request={"name": admin.name, "view": Table.View.SCHEMA_VIEW},
+            retry=Retry(timeout=timeout),
+            timeout=timeout,
+        )
+    except NotFound:
+        return None
+    return {name: family.gc_rule for name, family in live.column_families.items()}
+
+
+def _admin(settings: BigtableSettings) -> tuple[Any, Any]:
+    """The classic admin client and the instance."""
     from google.cloud.bigtable import Client
 
     client = Client(project=settings.project, admin=True)
-    return client.instance(settings.instance)
+    return client, client.instance(settings.instance)
 
 
 def _spec_rule(spec: schema.FamilySpec) -> Any:
@@ -115,13 +232,11 @@ def _table_drift(
         if spec.name not in live:
             drift.append(FamilyDrift(table_id, spec.name, "missing", expected, None))
             continue
-        actual = describe_gc_rule(live[spec.name].gc_rule)
+        actual = describe_gc_rule(live[spec.name])
         if actual != expected:
             drift.append(FamilyDrift(table_id, spec.name, "gc_rule", expected, actual))
     for name in sorted(set(live) - set(wanted)):
-        drift.append(
-            FamilyDrift(table_id, name, "unexpected", None, describe_gc_rule(live[name].gc_rule))
-        )
+        drift.append(FamilyDrift(table_id, name, "unexpected", None, describe_gc_rule(live[name])))
     return drift
 
 
@@ -138,77 +253,72 @@ def ensure_schema(settings: BigtableSettings) -> SchemaReport:
     Idempotent. Existing tables are never altered: drift is returned as data so an operator
     can decide (see :func:`reconcile_schema`).
     """
-    instance = _admin_instance(settings)
+    client, instance = _admin(settings)
     created: list[str] = []
     drift: list[FamilyDrift] = []
-    for table_id, specs in _tables(settings):
-        table = instance.table(table_id)
-        if not table.exists():
-            table.create(column_families={spec.name: _spec_rule(spec) for spec in specs})
-            created.append(table_id)
-            continue
-        drift += _table_drift(table_id, table.list_column_families(), specs)
+    with store_calls(settings):
+        for table_id, specs in _tables(settings):
+            live = _live_families(client, instance, table_id, settings.operation_timeout)
+            if live is None:
+                instance.table(table_id).create(
+                    column_families={spec.name: _spec_rule(spec) for spec in specs}
+                )
+                created.append(table_id)
+                continue
+            drift += _table_drift(table_id, live, specs)
     return SchemaReport(tuple(created), tuple(drift))
 
 
 def check_schema(settings: BigtableSettings) -> SchemaReport:
     """Report drift without creating anything (a missing table raises)."""
-    instance = _admin_instance(settings)
+    client, instance = _admin(settings)
     drift: list[FamilyDrift] = []
-    for table_id, specs in _tables(settings):
-        table = instance.table(table_id)
-        if not table.exists():
-            raise TableMissingError(table_id)
-        drift += _table_drift(table_id, table.list_column_families(), specs)
+    with store_calls(settings):
+        for table_id, specs in _tables(settings):
+            live = _live_families(client, instance, table_id, settings.operation_timeout)
+            if live is None:
+                raise TableMissingError(table_id)
+            drift += _table_drift(table_id, live, specs)
     return SchemaReport((), tuple(drift))
 
 
 def reconcile_schema(settings: BigtableSettings, drift: Iterable[FamilyDrift]) -> None:
     """Create missing families and reset GC rules named in ``drift`` (unexpected families are
     left alone: deleting data is never automatic)."""
-    instance = _admin_instance(settings)
+    _, instance = _admin(settings)
     specs = {(t, s.name): s for t, ss in _tables(settings) for s in ss}
-    for item in drift:
-        spec = specs.get((item.table, item.family))
-        if spec is None:
-            continue
-        family = instance.table(item.table).column_family(item.family, _spec_rule(spec))
-        if item.problem == "missing":
-            family.create()
-        elif item.problem == "gc_rule":
-            family.update()
+    with store_calls(settings):
+        for item in drift:
+            spec = specs.get((item.table, item.family))
+            if spec is None:
+                continue
+            family = instance.table(item.table).column_family(item.family, _spec_rule(spec))
+            if item.problem == "missing":
+                family.create()
+            elif item.problem == "gc_rule":
+                family.update()
 
 
 def drop_tables(settings: BigtableSettings) -> None:
     """Delete both tables (tests and `events init --recreate`)."""
-    instance = _admin_instance(settings)
-    for table_id, _ in _tables(settings):
-        table = instance.table(table_id)
-        if table.exists():
-            table.delete()
+    client, instance = _admin(settings)
+    with store_calls(settings):
+        for table_id, _ in _tables(settings):
+            if _live_families(client, instance, table_id, settings.operation_timeout) is not None:
+                instance.table(table_id).delete()
 
 
 # ------------------------------------------------------------------------------------------
 # Data plane
 
 
-@contextlib.contextmanager
-def _missing_tables_named(settings: BigtableSettings) -> Iterator[None]:
-    """Turn the client's NotFound into :class:`TableMissingError` (never retried)."""
-    from google.api_core.exceptions import NotFound
-
-    try:
-        yield
-    except NotFound as error:
-        text = str(error)
-        table = settings.index_table if settings.index_table in text else settings.table
-        raise TableMissingError(table) from None
-
-
 class BigtableTables:
     """Reads and writes of the events and index tables through the data client.
 
-    Every call raises :class:`TableMissingError` when a table does not exist.
+    Every call raises :class:`TableMissingError` when a table does not exist and
+    :class:`StoreUnavailableError` when Bigtable does not answer within its time budget:
+    ``timeout`` seconds where a call takes one (the writer's remaining deadline), else the
+    tables' default, ``bigtable.operation_timeout``.
     """
 
     def __init__(self, settings: BigtableSettings) -> None:
@@ -240,6 +350,10 @@ class BigtableTables:
             self._threads = None
         self._client.close()
 
+    def _budget(self, timeout: float | None) -> float:
+        """A call's time budget: ``timeout`` when given, else ``bigtable.operation_timeout``."""
+        return self.settings.operation_timeout if timeout is None else timeout
+
     def __enter__(self) -> BigtableTables:
         return self
 
@@ -249,7 +363,11 @@ class BigtableTables:
     # --- reads -----------------------------------------------------------------------------
 
     def read_event_rows(
-        self, row_keys: Iterable[str], families: Sequence[str] | None = None
+        self,
+        row_keys: Iterable[str],
+        families: Sequence[str] | None = None,
+        *,
+        timeout: float | None = None,
     ) -> dict[str, RowSnapshot]:
         """The latest cell of every column of each existing row."""
         from google.cloud.bigtable.data import ReadRowsQuery
@@ -263,11 +381,16 @@ class BigtableTables:
             row_filter = rf.RowFilterChain(
                 [rf.FamilyNameRegexFilter(_alternation(families)), rf.CellsColumnLimitFilter(1)]
             )
-        with _missing_tables_named(self.settings):
-            rows = self.events.read_rows(ReadRowsQuery(row_keys=wanted, row_filter=row_filter))
+        with store_calls(self.settings, timeout):
+            rows = self.events.read_rows(
+                ReadRowsQuery(row_keys=wanted, row_filter=row_filter),
+                operation_timeout=self._budget(timeout),
+            )
         return {row.row_key.decode(): snapshot(row) for row in rows}
 
-    def read_index_rows(self, row_keys: Iterable[str]) -> dict[str, dict[str, bytes]]:
+    def read_index_rows(
+        self, row_keys: Iterable[str], *, timeout: float | None = None
+    ) -> dict[str, dict[str, bytes]]:
         from google.cloud.bigtable.data import ReadRowsQuery
         from google.cloud.bigtable.data import row_filters as rf
 
@@ -275,8 +398,8 @@ class BigtableTables:
         if not wanted:
             return {}
         query = ReadRowsQuery(row_keys=wanted, row_filter=rf.CellsColumnLimitFilter(1))
-        with _missing_tables_named(self.settings):
-            rows = self.index.read_rows(query)
+        with store_calls(self.settings, timeout):
+            rows = self.index.read_rows(query, operation_timeout=self._budget(timeout))
         return {
             row.row_key.decode(): {c.qualifier.decode(): c.value for c in row.cells} for row in rows
         }
@@ -284,44 +407,58 @@ class BigtableTables:
     # --- writes ----------------------------------------------------------------------------
 
     def bulk_write(
-        self, table: Any, entries: Sequence[tuple[str, Sequence[Cell] | Sequence[IndexEntry]]]
+        self,
+        table: Any,
+        entries: Sequence[tuple[str, Sequence[Cell] | Sequence[IndexEntry]]],
+        *,
+        timeout: float | None = None,
     ) -> list[int]:
         """Write entries with one MutateRows call; returns the indexes of failed entries.
 
-        A failure of the whole call (an outage) raises the client's exception.
+        A failure of the whole call, or of every entry (an outage), raises
+        :class:`StoreUnavailableError`.
         """
         from google.cloud.bigtable.data import MutationsExceptionGroup, RowMutationEntry
 
         mutation_entries = [RowMutationEntry(key, _mutations(cells)) for key, cells in entries]
         try:
-            with _missing_tables_named(self.settings):
-                table.bulk_mutate_rows(mutation_entries)
+            with store_calls(self.settings, timeout):
+                table.bulk_mutate_rows(mutation_entries, operation_timeout=self._budget(timeout))
         except MutationsExceptionGroup as group:
             failed = sorted(
                 {e.index for e in group.exceptions if getattr(e, "index", None) is not None}
             )
-            if not failed:
-                raise
-            return failed
+            if failed and len(failed) < len(entries):
+                return failed
+            first = group.exceptions[0]
+            cause = describe_outage(first.__cause__ or first, timeout)
+            raise StoreUnavailableError(endpoint(self.settings), cause) from group
         return []
 
     def write_many_if_unsigned(
-        self, rows: Sequence[tuple[str, Sequence[Cell]]], in_flight: int
+        self,
+        rows: Sequence[tuple[str, Sequence[Cell]]],
+        in_flight: int,
+        *,
+        timeout: float | None = None,
     ) -> list[bool]:
         """Write each row's cells only if its ``QuorumState:SignedVAA`` is absent; per row,
         True if written.
 
         One ``check_and_mutate_row`` of the data client per row (its retries and time budget
-        apply), with up to ``in_flight`` calls outstanding on a pool of threads. Errors are the
-        data client's (``google.api_core`` exceptions, :class:`TableMissingError`); the first
-        one is raised only after every call already issued has finished, and no further call
-        is issued after a failure.
+        apply), with up to ``in_flight`` calls outstanding on a pool of threads. The first error
+        (:class:`StoreUnavailableError`, :class:`TableMissingError`, or an API error that is
+        not an outage) is raised only after every call already issued has finished, and no
+        further call is issued after a failure.
         """
         predicate = _signed_vaa_predicate()
 
         def write(row_key: str, cells: Sequence[Cell]) -> bool:
             matched = self.events.check_and_mutate_row(
-                row_key, predicate, false_case_mutations=_mutations(cells)
+                row_key,
+                predicate,
+                false_case_mutations=_mutations(cells),
+                operation_timeout=self._budget(timeout),
             )
             return not matched
 
@@ -335,7 +472,7 @@ class BigtableTables:
             calls.append(call)
             window.append(call)
         futures.wait(calls)
-        with _missing_tables_named(self.settings):
+        with store_calls(self.settings, timeout):
             return [call.result() for call in calls]  # raises the first failure
 
     def _pool(self, workers: int) -> ThreadPoolExecutor:
@@ -387,7 +524,7 @@ class BigtableTables:
                 limit=remaining or 0,
                 row_filter=row_filter,
             )
-            with _missing_tables_named(self.settings):
+            with store_calls(self.settings):
                 rows = self.events.read_rows(query)
             for row in rows:
                 yield row.row_key.decode(), snapshot(row)
@@ -407,7 +544,7 @@ class BigtableTables:
         query = ReadRowsQuery(
             row_ranges=[RowRange(start, end)], limit=limit or 0, row_filter=row_filter
         )
-        with _missing_tables_named(self.settings):
+        with store_calls(self.settings):
             rows = self.index.read_rows(query)
         return [
             (row.row_key.decode(), {c.qualifier.decode(): c.value for c in row.cells})

@@ -9,14 +9,14 @@ retries, a price source that cannot answer::
     ├── MessageKeyError        text that is not CHAIN/EMITTER/SEQ or a row key
     ├── StoreConfigError       project / instance / table missing from options and environment
     ├── TableMissingError      the events or index table does not exist (run `events init`)
-    ├── StoreUnavailableError  Bigtable kept failing after every retry; rows stay queued
+    ├── StoreUnavailableError  Bigtable unreachable or failing past the deadline (CLI exit 4)
     ├── UnverifiedVAAError     a VAA whose signatures do not match its guardian set
     └── PriceSourceError       a price file is malformed or a price API failed
 """
 
 from __future__ import annotations
 
-from chainloom.errors import ChainloomError
+from chainloom.errors import ChainloomError, UnavailableError
 
 
 class EventStoreError(ChainloomError):
@@ -46,19 +46,22 @@ class TableMissingError(EventStoreError):
         self.table = table
 
 
-class StoreUnavailableError(EventStoreError):
-    """Bigtable could not be reached (or kept failing) after every retry.
+class StoreUnavailableError(EventStoreError, UnavailableError):
+    """Bigtable could not be reached, or kept failing, until the deadline
+    (``bigtable.operation_timeout``) ran out.
 
-    The rows that were not written are still queued in the writer; flushing again retries them.
+    The message is one line naming the endpoint and the cause. A writer keeps the inputs it
+    had not written queued (``pending_rows``); flushing the same writer again retries them.
     """
 
-    def __init__(self, attempts: int, pending_rows: int, cause: BaseException) -> None:
-        super().__init__(
-            f"Bigtable is unavailable after {attempts} attempts ({cause.__class__.__name__}: "
-            f"{cause}); {pending_rows} rows are still queued and will be retried"
-        )
-        self.attempts = attempts
+    def __init__(self, endpoint: str, cause: str, *, pending_rows: int = 0) -> None:
+        super().__init__(f"Bigtable unavailable at {endpoint}: {cause}")
+        self.endpoint = endpoint
+        """``emulator HOST:PORT`` or ``projects/P/instances/I``."""
+        self.cause = cause
+        """Why, as one line (the last error the client saw, and the time spent)."""
         self.pending_rows = pending_rows
+        """Inputs still queued in the writer that raised it (0 for reads)."""
 
 
 class UnverifiedVAAError(EventStoreError):

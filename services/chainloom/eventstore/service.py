@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from chainloom.eventstore.bigtable import BigtableTables
+from chainloom.eventstore.bigtable import EMULATOR_ENV, BigtableTables
 from chainloom.eventstore.config import EventStoreSettings
 from chainloom.eventstore.errors import StoreConfigError
 from chainloom.settings import BigtableSettings
 
-EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
-"""Set (to host:port) when the Bigtable client should talk to the emulator; read by the client."""
+__all__ = ["EMULATOR_ENV", "locate", "open_store"]
+
 EMULATOR_PROJECT = "chainloom"
 """Project used on the emulator when none is configured (the emulator accepts any)."""
 EMULATOR_INSTANCE = "local"

@@ -17,9 +17,13 @@ Why it is shaped this way:
   ``check_and_mutate_row`` (predicate: SignedVAA exists; false branch: the row's cells), issued
   concurrently for the batch (``conditional_workers`` calls in flight). A writer that loses the
   race re-plans the input, which then becomes an update or a conflict.
-* **Outages.** Transient Bigtable errors are retried with exponential back-off; inputs leave
-  the queue only once written, and when retries run out :class:`StoreUnavailableError` says
-  how many are still queued (a later :meth:`flush` retries them).
+* **Outages.** Transient Bigtable errors are retried with exponential back-off within one
+  deadline per batch (``WriterConfig.deadline``, by default ``bigtable.operation_timeout``: every
+  call gets what is left of it, so a flush never hangs much longer). Inputs leave the queue
+  only once written; when the deadline or the attempts run out :class:`StoreUnavailableError`
+  names the endpoint and cause and says how many are still queued (a later :meth:`flush`
+  retries them). Writing is idempotent, so a new process re-putting the same inputs finds
+  the stored ones unchanged.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Any
 from chainloom.backoff import Backoff
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.bigtable import BigtableTables
+from chainloom.eventstore.bigtable import endpoint as bigtable_endpoint
 from chainloom.eventstore.cells import asset_info
 from chainloom.eventstore.encoding import decode_decimal
 from chainloom.eventstore.enrichment import AssetInfo, WrappedAsset
@@ -76,7 +81,10 @@ class WriterConfig:
     flush_rows: int = DEFAULT_FLUSH_ROWS
     """Inputs per flush (one ReadRows + one MutateRows per flush)."""
     max_attempts: int = 5
-    """Attempts per flush before :class:`StoreUnavailableError`."""
+    """Attempts per batch before :class:`StoreUnavailableError`."""
+    deadline: float | None = None
+    """Seconds a batch may spend on attempts and back-off before :class:`StoreUnavailableError`
+    (each call gets what is left); None uses the tables' ``bigtable.operation_timeout``."""
     backoff_initial: float = 0.2
     """First back-off delay in seconds; doubles per attempt."""
     backoff_max: float = 5.0
@@ -94,6 +102,8 @@ class WriterConfig:
 
     def __post_init__(self) -> None:
         _ = self.backoff  # impossible back-off settings are refused here, not mid-outage
+        if self.deadline is not None and not self.deadline > 0:
+            raise ValueError(f"WriterConfig.deadline must be positive seconds, not {self.deadline}")
 
     @property
     def backoff(self) -> Backoff:
@@ -146,16 +156,6 @@ class PutSummary:
         }
 
 
-def _transient_errors() -> tuple[type[BaseException], ...]:
-    from google.api_core import exceptions as gexc
-    from google.cloud.bigtable.data.exceptions import (
-        MutationsExceptionGroup,
-        RetryExceptionGroup,
-    )
-
-    return (gexc.GoogleAPIError, MutationsExceptionGroup, RetryExceptionGroup, _IndexWriteError)
-
-
 class EventWriter:
     """Stores VAAs in the events table and keeps the index table in step."""
 
@@ -169,6 +169,7 @@ class EventWriter:
         config: WriterConfig | None = None,
         signature_cache: SignatureCache | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.tables = tables
         self.guardian_sets = guardian_sets
@@ -180,6 +181,7 @@ class EventWriter:
         """Running totals since the writer was created."""
         self._queue: list[MessageInput] = []
         self._sleep = sleep
+        self._clock = clock
         self._assets: dict[tuple[int, str], AssetInfo] = {}
         self._checksummed_sets: dict[int, tuple[str, ...]] = {}
         self._wrapped: dict[str, WrappedAsset] = {}
@@ -325,8 +327,10 @@ class EventWriter:
             token_chain, keys.normalize_emitter(token_address), target_chain
         )
         self._with_retries(
-            lambda: self.tables.bulk_write(
-                self.tables.index, [(key, [IndexEntry(key, "a", wrapped.to_json(), 0)])]
+            lambda timeout: self.tables.bulk_write(
+                self.tables.index,
+                [(key, [IndexEntry(key, "a", wrapped.to_json(), 0)])],
+                timeout=timeout,
             ),
             lambda: 0,
         )
@@ -357,24 +361,49 @@ class EventWriter:
     def _pending_count(self) -> int:
         return len(self._queue)
 
-    def _with_retries(self, operation: Callable[[], Any], pending: Callable[[], int]) -> Any:
-        transient = _transient_errors()
+    def _with_retries(self, operation: Callable[[float], Any], pending: Callable[[], int]) -> Any:
+        """Run ``operation(seconds)`` until it succeeds, the attempts run out or the deadline
+        passes (a back-off that would end past it is not slept). Each attempt gets what is left
+        of the deadline, at most ``bigtable.operation_timeout``."""
         backoff = self.config.backoff
-        for attempt in range(1, self.config.max_attempts + 1):
+        deadline = self.config.deadline
+        if deadline is None:
+            deadline = self.tables.settings.operation_timeout
+        started = self._clock()
+        attempt = 0
+        while True:
+            attempt += 1
+            left = deadline - (self._clock() - started)
+            budget = min(left, self.tables.settings.operation_timeout)
             try:
-                return operation()
-            except transient as error:
-                if attempt == self.config.max_attempts:
-                    raise StoreUnavailableError(attempt, pending(), error) from error
-                self._sleep(backoff.delay(attempt - 1))
-        raise AssertionError("unreachable")  # pragma: no cover
+                return operation(max(budget, _MIN_CALL_SECONDS))
+            except (StoreUnavailableError, _IndexWriteError) as error:
+                delay = backoff.delay(attempt - 1)
+                spent = self._clock() - started
+                if attempt >= self.config.max_attempts or spent + delay >= deadline:
+                    raise self._gave_up(error, attempt, spent, pending()) from error
+                self._sleep(delay)
+
+    def _gave_up(
+        self, error: Exception, attempts: int, spent: float, pending: int
+    ) -> StoreUnavailableError:
+        where = bigtable_endpoint(self.tables.settings)
+        cause = error.cause if isinstance(error, StoreUnavailableError) else str(error)
+        tried = f"{attempts} attempt{'s' if attempts > 1 else ''} in {spent:.1f} s"
+        return StoreUnavailableError(where, f"{cause}; gave up after {tried}", pending_rows=pending)
 
     def _write_batch(
-        self, batch: list[MessageInput]
+        self, batch: list[MessageInput], timeout: float
     ) -> tuple[list[tuple[MessageInput, RowPlan]], list[MessageInput]]:
-        """One round: read, plan, write. Returns (written, to retry)."""
-        rows = self.tables.read_event_rows(item.vaa.row_key for item in batch)
-        self._load_assets(batch)
+        """One round within ``timeout`` seconds: read, plan, write. Returns (written, to
+        retry)."""
+        deadline = self._clock() + timeout
+
+        def left() -> float:
+            return max(deadline - self._clock(), _MIN_CALL_SECONDS)
+
+        rows = self.tables.read_event_rows((item.vaa.row_key for item in batch), timeout=left())
+        self._load_assets(batch, left())
         plans: list[tuple[MessageInput, RowPlan]] = []
         for item in batch:
             row = rows.setdefault(item.vaa.row_key, {})
@@ -399,6 +428,7 @@ class EventWriter:
             results = self.tables.write_many_if_unsigned(
                 [(plan.row_key, plan.cells) for _, plan in conditional],
                 self.config.conditional_workers,
+                timeout=left(),
             )
             lost_race = {
                 id(item) for (item, _), ok in zip(conditional, results, strict=True) if not ok
@@ -410,7 +440,9 @@ class EventWriter:
         failed: set[int] = set()
         if plain:
             failed_indexes = self.tables.bulk_write(
-                self.tables.events, [(plan.row_key, plan.cells) for _, plan in plain]
+                self.tables.events,
+                [(plan.row_key, plan.cells) for _, plan in plain],
+                timeout=left(),
             )
             failed = {id(plain[i][0]) for i in failed_indexes}
             retry += [plain[i][0] for i in failed_indexes]
@@ -423,7 +455,9 @@ class EventWriter:
             for entry in plan.index:
                 index_rows.setdefault(entry.row_key, []).append(entry)
         if index_rows:
-            failed_index = self.tables.bulk_write(self.tables.index, list(index_rows.items()))
+            failed_index = self.tables.bulk_write(
+                self.tables.index, list(index_rows.items()), timeout=left()
+            )
             if failed_index:
                 # Index cells are idempotent; rewrite the whole batch's entries next time.
                 raise _index_failure(len(failed_index))
@@ -437,7 +471,7 @@ class EventWriter:
         if known is None or info.timestamp >= known.timestamp:
             self._assets[key] = info
 
-    def _load_assets(self, batch: list[MessageInput]) -> None:
+    def _load_assets(self, batch: list[MessageInput], timeout: float) -> None:
         wanted: set[str] = set()
         for item in batch:
             transfer = transfer_of(item.payload)
@@ -451,7 +485,7 @@ class EventWriter:
         self._wrapped = {}
         if not wanted:
             return
-        for row_key, cells in self.tables.read_index_rows(wanted).items():
+        for row_key, cells in self.tables.read_index_rows(wanted, timeout=timeout).items():
             if row_key.startswith("asset:"):
                 _, chain_text, address = row_key.split(":")
                 for value in cells.values():
@@ -489,6 +523,10 @@ class EventWriter:
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self.close()
+
+
+_MIN_CALL_SECONDS = 0.5
+"""The least time a call is given, so the last attempt before the deadline is a real one."""
 
 
 class _IndexWriteError(Exception):

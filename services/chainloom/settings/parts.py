@@ -94,7 +94,9 @@ class BigtableSettings(Part):
     operation_timeout: float = Field(
         default=30.0,
         gt=0,
-        description="Seconds of budget per call, including the client's own retries.",
+        description="Deadline in seconds of every Bigtable call (the client's own retries "
+        "included) and of the event writer's retries of a batch; past it the store is "
+        "unavailable (`chainloom events` exits 4).",
     )
 
     @model_validator(mode="before")
