@@ -18,12 +18,30 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+
+from google.api_core import exceptions as gexc
+from google.api_core.exceptions import NotFound
+from google.api_core.retry import Retry
+from google.cloud.bigtable import Client
+from google.cloud.bigtable import column_family as cf
+from google.cloud.bigtable.data import (
+    BigtableDataClient,
+    MutationsExceptionGroup,
+    ReadRowsQuery,
+    RowMutationEntry,
+    RowRange,
+    SetCell,
+)
+from google.cloud.bigtable.data import row_filters as rf
+from google.cloud.bigtable.data.exceptions import RetryExceptionGroup
+from google.cloud.bigtable_admin_v2.types import Table
 
 from chainloom.eventstore import schema
 from chainloom.eventstore.cells import Cell
@@ -52,9 +70,6 @@ def _outage_errors() -> tuple[type[BaseException], ...]:
 
     Other API errors (permission denied, invalid argument) are not outages and propagate.
     """
-    from google.api_core import exceptions as gexc
-    from google.cloud.bigtable.data.exceptions import RetryExceptionGroup
-
     return (
         gexc.ServiceUnavailable,
         gexc.DeadlineExceeded,
@@ -74,8 +89,6 @@ def describe_outage(error: BaseException, timeout: float | None = None) -> str:
     The data client raises ``DeadlineExceeded`` from a group holding every attempt's error; the
     classic admin client raises ``RetryError`` carrying the last one. The last attempt says why.
     """
-    from google.api_core import exceptions as gexc
-
     group = error if isinstance(error, BaseExceptionGroup) else error.__cause__
     last: BaseException | None = None
     if isinstance(group, BaseExceptionGroup) and group.exceptions:
@@ -98,8 +111,6 @@ def _one_line(error: BaseException) -> str:
 def store_calls(settings: BigtableSettings, timeout: float | None = None) -> Iterator[None]:
     """Turn the client's NotFound into :class:`TableMissingError` and an outage into
     :class:`StoreUnavailableError` (one line naming the endpoint and the cause)."""
-    from google.api_core.exceptions import NotFound
-
     try:
         yield
     except NotFound as error:
@@ -192,10 +203,6 @@ def _live_families(
     One GetTable call of the admin API within ``timeout`` seconds, retries included (the
     classic client's ``exists`` and ``list_column_families`` would retry for a minute each).
     """
-    from google.api_core.exceptions import NotFound
-    from google.api_core.retry import Retry
-    from google.cloud.bigtable_admin_v2.types import Table
-
     admin = instance.table(table_id)
     try:
         live = client.table_admin_client.get_table(
@@ -210,15 +217,11 @@ def _live_families(
 
 def _admin(settings: BigtableSettings) -> tuple[Any, Any]:
     """The classic admin client and the instance."""
-    from google.cloud.bigtable import Client
-
     client = Client(project=settings.project, admin=True)
     return client, client.instance(settings.instance)
 
 
 def _spec_rule(spec: schema.FamilySpec) -> Any:
-    from google.cloud.bigtable import column_family as cf
-
     return cf.MaxVersionsGCRule(spec.max_versions)
 
 
@@ -322,8 +325,6 @@ class BigtableTables:
     """
 
     def __init__(self, settings: BigtableSettings) -> None:
-        from google.cloud.bigtable.data import BigtableDataClient
-
         if settings.project is None or settings.instance is None:
             raise StoreConfigError(
                 "Bigtable project and instance must be set (chainloom.eventstore.service.locate "
@@ -370,9 +371,6 @@ class BigtableTables:
         timeout: float | None = None,
     ) -> dict[str, RowSnapshot]:
         """The latest cell of every column of each existing row."""
-        from google.cloud.bigtable.data import ReadRowsQuery
-        from google.cloud.bigtable.data import row_filters as rf
-
         wanted: list[str | bytes] = sorted(set(row_keys))
         if not wanted:
             return {}
@@ -391,9 +389,6 @@ class BigtableTables:
     def read_index_rows(
         self, row_keys: Iterable[str], *, timeout: float | None = None
     ) -> dict[str, dict[str, bytes]]:
-        from google.cloud.bigtable.data import ReadRowsQuery
-        from google.cloud.bigtable.data import row_filters as rf
-
         wanted: list[str | bytes] = sorted(set(row_keys))
         if not wanted:
             return {}
@@ -418,8 +413,6 @@ class BigtableTables:
         A failure of the whole call, or of every entry (an outage), raises
         :class:`StoreUnavailableError`.
         """
-        from google.cloud.bigtable.data import MutationsExceptionGroup, RowMutationEntry
-
         mutation_entries = [RowMutationEntry(key, _mutations(cells)) for key, cells in entries]
         try:
             with store_calls(self.settings, timeout):
@@ -500,9 +493,6 @@ class BigtableTables:
         With ``sequence_width`` each range keeps only keys whose sequence part is as long as
         the range's start key's.
         """
-        from google.cloud.bigtable.data import ReadRowsQuery, RowRange
-        from google.cloud.bigtable.data import row_filters as rf
-
         remaining = limit
         for start, end in ranges:
             if remaining is not None and remaining <= 0:
@@ -535,9 +525,6 @@ class BigtableTables:
         self, start: str, end: str, *, limit: int | None = None, keys_only: bool = False
     ) -> list[tuple[str, dict[str, bytes]]]:
         """Index rows in ``[start, end)``."""
-        from google.cloud.bigtable.data import ReadRowsQuery, RowRange
-        from google.cloud.bigtable.data import row_filters as rf
-
         row_filter: rf.RowFilter = rf.CellsColumnLimitFilter(1)
         if keys_only:
             row_filter = rf.RowFilterChain([row_filter, rf.StripValueTransformerFilter(True)])
@@ -553,15 +540,11 @@ class BigtableTables:
 
 
 def _alternation(names: Sequence[str]) -> str:
-    import re
-
     return "^(" + "|".join(re.escape(n) for n in names) + ")$"
 
 
 def _signed_vaa_predicate() -> Any:
     """The check-and-mutate predicate: a ``QuorumState:SignedVAA`` cell exists."""
-    from google.cloud.bigtable.data import row_filters as rf
-
     return rf.RowFilterChain(
         [
             rf.FamilyNameRegexFilter(schema.QUORUM_STATE),
@@ -573,8 +556,6 @@ def _signed_vaa_predicate() -> Any:
 
 
 def _mutations(cells: Sequence[Cell] | Sequence[IndexEntry]) -> list[Any]:
-    from google.cloud.bigtable.data import SetCell
-
     out = []
     for cell in cells:
         if isinstance(cell, Cell):

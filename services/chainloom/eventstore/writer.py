@@ -49,6 +49,7 @@ from chainloom.eventstore.errors import (
 )
 from chainloom.eventstore.planner import (
     EnrichmentContext,
+    IndexEntry,
     MessageInput,
     Outcome,
     RowPlan,
@@ -73,6 +74,9 @@ from chainloom.wormhole.errors import WormholeError
 
 DEFAULT_FLUSH_ROWS = 500
 
+DEFAULT_FLUSH_BACKOFF = Backoff(initial=0.2, maximum=5.0)
+"""Waits between attempts of one batch: 0.2 s doubling up to 5 s, no jitter."""
+
 
 @dataclass(frozen=True, slots=True)
 class WriterConfig:
@@ -85,10 +89,8 @@ class WriterConfig:
     deadline: float | None = None
     """Seconds a batch may spend on attempts and back-off before :class:`StoreUnavailableError`
     (each call gets what is left); None uses the tables' ``bigtable.operation_timeout``."""
-    backoff_initial: float = 0.2
-    """First back-off delay in seconds; doubles per attempt."""
-    backoff_max: float = 5.0
-    """Longest back-off delay (at least ``backoff_initial``)."""
+    backoff: Backoff = DEFAULT_FLUSH_BACKOFF
+    """The waits between attempts of one batch."""
     conditional_workers: int = 64
     """Check-and-mutate calls in flight at once for rows reaching quorum (one data-client call
     per pool thread)."""
@@ -101,14 +103,8 @@ class WriterConfig:
     """
 
     def __post_init__(self) -> None:
-        _ = self.backoff  # impossible back-off settings are refused here, not mid-outage
         if self.deadline is not None and not self.deadline > 0:
             raise ValueError(f"WriterConfig.deadline must be positive seconds, not {self.deadline}")
-
-    @property
-    def backoff(self) -> Backoff:
-        """The delays between attempts of one flush (doubling, no jitter)."""
-        return Backoff(initial=self.backoff_initial, maximum=self.backoff_max)
 
 
 @dataclass(slots=True)
@@ -321,8 +317,6 @@ class EventWriter:
         self, token_chain: int, token_address: str, target_chain: int, wrapped: WrappedAsset
     ) -> None:
         """Record which token a transfer of (token_chain, token_address) yields on a chain."""
-        from chainloom.eventstore.planner import IndexEntry
-
         key = keys.wrapped_index_key(
             token_chain, keys.normalize_emitter(token_address), target_chain
         )

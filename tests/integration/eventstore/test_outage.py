@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from chainloom.backoff import Backoff
 from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.eventstore.errors import StoreUnavailableError
 from chainloom.eventstore.queries import EventReader
@@ -128,7 +129,7 @@ def test_outage_raises_clearly_and_keeps_queued_rows(
     monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", relay.address)
     through_relay = settings.model_copy(update={"operation_timeout": 1.0})
     config = WriterConfig(
-        flush_rows=1000, max_attempts=3, backoff_initial=0.1, backoff_max=0.5, deadline=10.0
+        flush_rows=1000, max_attempts=3, backoff=Backoff(initial=0.1, maximum=0.5), deadline=10.0
     )
     with BigtableTables(through_relay) as relayed:
         writer = EventWriter(relayed, KIT.sets(0), config=config)
