@@ -12,6 +12,7 @@ import json
 import click
 
 from chainloom.cli._settings import fail, load_or_exit
+from chainloom.settings.registry import SERVICES
 
 
 @click.group()
@@ -34,7 +35,7 @@ def schema(model: str) -> None:
 
 
 @config.command()
-@click.option("--service", required=True, help="relayer, eventstore or ledger.")
+@click.option("--service", required=True, type=click.Choice(sorted(SERVICES)), help="The service.")
 @click.option(
     "--config",
     "config_path",

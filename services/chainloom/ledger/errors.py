@@ -6,6 +6,8 @@ needs to act on: the configuration key, the ledger sequence, the object key::
 
     LedgerError
     ├── LedgerConfigError        bad or unknown configuration (database.type, a key, a value)
+    │   └── DatabaseFileError    the SQLite file cannot be used (a directory, unreadable, not
+    │                            a database)
     ├── LedgerInputError         a value handed to the backend is malformed (key length, blob size)
     │   └── LedgerHeaderError    a ledger header that does not parse or whose hash does not match
     ├── SuccessorError           a state diff the successor list cannot apply (deleting a
@@ -28,6 +30,14 @@ class LedgerError(ChainloomError):
 
 class LedgerConfigError(LedgerError):
     """The backend configuration is invalid (names the offending key)."""
+
+
+class DatabaseFileError(LedgerConfigError):
+    """The SQLite database file cannot be used: a directory, unreadable, or not a database.
+
+    A configuration error (exit 2), not an outage: the path given is wrong, and retrying will
+    not help. A locked or busy database stays a :class:`BackendError`.
+    """
 
 
 class LedgerInputError(LedgerError):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from chainloom.ledger.backend import BackendInterface, HistoryKind, range_from_rows
 from chainloom.ledger.config import SqliteSettings
-from chainloom.ledger.errors import BackendError
+from chainloom.ledger.errors import BackendError, DatabaseFileError
 from chainloom.ledger.types import (
     NFT,
     AccountTransactionsData,
@@ -134,7 +134,9 @@ class SqliteBackend(BackendInterface):
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.executescript(SCHEMA)
         except sqlite3.Error as error:
-            raise BackendError(f"cannot open the SQLite ledger database {path}: {error}") from error
+            raise _database_error(
+                error, f"cannot open the SQLite ledger database {path}"
+            ) from error
 
     # ------------------------------------------------------------------ plumbing
 
@@ -144,7 +146,7 @@ class SqliteBackend(BackendInterface):
             try:
                 yield self._db
             except sqlite3.Error as error:
-                raise BackendError(f"SQLite read failed ({self._config.path}): {error}") from error
+                raise _database_error(error, f"SQLite read failed ({self._config.path})") from error
 
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
@@ -157,7 +159,9 @@ class SqliteBackend(BackendInterface):
                     self._in_transaction = True
                 yield self._db
             except sqlite3.Error as error:
-                raise BackendError(f"SQLite write failed ({self._config.path}): {error}") from error
+                raise _database_error(
+                    error, f"SQLite write failed ({self._config.path})"
+                ) from error
 
     def _fetch_ledger_range(self) -> LedgerRange | None:
         with self._reading() as db:
@@ -414,3 +418,13 @@ class SqliteBackend(BackendInterface):
                 self.abandon_writes()
             finally:
                 self._db.close()
+
+
+def _database_error(error: sqlite3.Error, what: str) -> BackendError | DatabaseFileError:
+    """A locked or busy database is an outage (retry later); any other failure means the file
+    itself cannot be used (a directory, unreadable, not a database), which is the caller's to
+    fix."""
+    text = str(error)
+    if "locked" in text or "busy" in text:
+        return BackendError(f"{what}: {text}")
+    return DatabaseFileError(f"{what}: {text}")

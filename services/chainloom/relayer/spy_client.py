@@ -119,6 +119,11 @@ class SpyClient:
         """Whether a stream is currently established."""
         return self._connected.is_set()
 
+    async def wait_connected(self, timeout: float | None = None) -> None:
+        """Block until a stream is established (TimeoutError after ``timeout`` seconds)."""
+        async with asyncio.timeout(timeout):
+            await self._connected.wait()
+
     def stop(self) -> None:
         """Ask :meth:`run` and :meth:`messages` to end."""
         self._stopping.set()

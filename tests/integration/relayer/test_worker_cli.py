@@ -86,7 +86,7 @@ def test_bad_input_exits_2_naming_it(redis_url, tmp_path):
     assert "digest must be" in out
     code, out = run("queues", "--redis-url", "redis://:hunter2@127.0.0.1:1/0")
     assert code == 4  # Redis unreachable: docs/exit-codes.md
-    assert "--redis-url redis://:***@127.0.0.1:1/0" in out
+    assert "Redis at 127.0.0.1:1/0" in out  # names the server, never the password
     assert "hunter2" not in out
     bad = tmp_path / "wallet"
     bad.write_text(KEY[:40])
