@@ -477,8 +477,8 @@ def _rest_listener(directory: Path, redis_url: str) -> tuple[subprocess.Popen[by
     config.write_text(
         json.dumps(
             {
-                "redis_url": redis_url,
-                "guardian_sets": str(sets),
+                "redis": {"url": redis_url},
+                "guardian_sets": {"source": str(sets)},
                 "known_emitters": [
                     {"chain": EMITTER_CHAIN, "address": GUARDIANS.token_bridge_emitter.hex()}
                 ],
