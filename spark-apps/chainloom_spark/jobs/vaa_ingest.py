@@ -48,7 +48,7 @@ from chainloom.eventstore.errors import (
     TableMissingError,
     UnverifiedVAAError,
 )
-from chainloom.eventstore.planner import Outcome, RowPlan
+from chainloom.eventstore.planner import RowPlan
 from chainloom.eventstore.service import EMULATOR_ENV, locate
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.settings import BigtableSettings, SettingsError, load_settings
@@ -68,6 +68,7 @@ from chainloom.wormhole.errors import (
     VAAEncodingError,
     WormholeError,
 )
+from chainloom.wormhole.payloads import AssetMeta, decode_payload
 from chainloom_spark.dead_letter import SCHEMA_DDL, write_dead_letter
 from chainloom_spark.errors import JobArgumentError, JobInputError, SinkUnavailableError
 from chainloom_spark.runner import run_job, setup_logging
@@ -369,68 +370,103 @@ Result = tuple[str, int, Any, Any, Any, Any]
 d: reason)."""
 
 
-def ingest_partition(context: PartitionContext, records: Iterable[Any]) -> Iterator[Result]:
-    """Verify and write one partition; yield its counts, conflicts and refusals."""
+ASSETS, REST = "attestations", "messages"
+"""The two passes: token attestations first, then everything else (see :func:`run`)."""
+
+
+def is_attestation(raw: bytes, emitters: KnownEmitters) -> bool:
+    """Whether ``raw`` is a well-formed token attestation (AssetMeta of a known bridge)."""
+    try:
+        return isinstance(decode_payload(parse_vaa(raw), emitters=emitters), AssetMeta)
+    except WormholeError:
+        return False
+
+
+class PartitionTally:
+    """What one partition did, per emitter chain, and the totals for progress lines."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, ChainCounts] = {}
+        """Per-chain counts."""
+        self.chains: dict[str, int] = {}
+        """Row key -> emitter chain of the inputs queued."""
+        self.read = 0
+        """Inputs of this pass read."""
+        self.written = 0
+        """Inputs that wrote cells."""
+        self.refused = 0
+        """Inputs refused."""
+
+    def plans(self, plans: list[RowPlan]) -> None:
+        """Count the plans a flush executed."""
+        for plan in plans:
+            into = self.counts.setdefault(self.chains[plan.row_key], ChainCounts())
+            setattr(into, plan.outcome.value, getattr(into, plan.outcome.value) + 1)
+            if plan.cells:
+                into.written += 1
+                self.written += 1
+
+    def refusal(self, chain: int) -> None:
+        """Count a refused input."""
+        self.read += 1
+        self.refused += 1
+        self.counts.setdefault(chain, ChainCounts()).refused += 1
+
+
+def _as_bytes(record: Any) -> bytes:
+    if record.data is not None:
+        return bytes(record.data)
+    text: str = record.text or ""
+    return text.encode()
+
+
+def ingest_partition(
+    context: PartitionContext, phase: str, records: Iterable[Any]
+) -> Iterator[Result]:
+    """Verify and write the records of one partition that belong to ``phase``; yield the
+    partition's counts, conflicts and refusals (inputs that cannot be read at all belong to
+    the second phase)."""
     if context.emulator_host:
         os.environ[EMULATOR_ENV] = context.emulator_host
         # The client warns on every connection to the emulator: expected, not news to log.
         warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
-    counts: dict[int, ChainCounts] = {}
-    chains: dict[str, int] = {}
-    read = written = refused = 0
-
-    def tally(plans: list[RowPlan]) -> None:
-        nonlocal written
-        for plan in plans:
-            into = counts.setdefault(chains[plan.row_key], ChainCounts())
-            if plan.outcome is Outcome.NEW:
-                into.new += 1
-            elif plan.outcome is Outcome.UPDATED:
-                into.updated += 1
-            elif plan.outcome is Outcome.UNCHANGED:
-                into.unchanged += 1
-            else:
-                into.conflicting += 1
-            if plan.cells:
-                into.written += 1
-                written += 1
-
+    tally = PartitionTally()
+    emitters = known_emitters()
     try:
         with BigtableTables(context.location) as tables:
             writer = EventWriter(
                 tables,
                 context.guardian_sets.value,
-                emitters=known_emitters(),
+                emitters=emitters,
                 config=context.writer,
                 signature_cache=executor_signature_cache(),
             )
             for record in records:
-                read += 1
-                raw_input = record.data if record.data is not None else (record.text or "")
                 try:
                     raw, tx_id = decode_record(record.text, record.data)
+                    if is_attestation(raw, emitters) != (phase == ASSETS):
+                        continue
+                    tally.read += 1
                     item = prepare(writer, raw, tx_id)
                 except Refusal as refusal:
-                    refused += 1
-                    counts.setdefault(refusal.chain, ChainCounts()).refused += 1
-                    raw_bytes = (
-                        bytes(raw_input) if not isinstance(raw_input, str) else raw_input.encode()
-                    )
-                    yield ("refused", refusal.chain, record.location, raw_bytes,
+                    if phase == ASSETS:
+                        continue  # unreadable: refused once, by the second pass
+                    tally.refusal(refusal.chain)
+                    yield ("refused", refusal.chain, record.location, _as_bytes(record),
                            refusal.rule, refusal.reason)  # fmt: skip
                     continue
-                chains[item.vaa.row_key] = item.vaa.emitter_chain
-                tally(writer.submit_prepared(item))
-            tally(writer.flush())
+                tally.chains[item.vaa.row_key] = item.vaa.emitter_chain
+                tally.plans(writer.submit_prepared(item))
+            tally.plans(writer.flush())
             conflicts = list(writer.summary.conflicts)
     except (StoreUnavailableError, TableMissingError) as error:
         raise SinkUnavailableError(str(error)) from error
     finally:
-        read_acc, written_acc, refused_acc = context.progress
-        read_acc.add(read)
-        written_acc.add(written)
-        refused_acc.add(refused)
-    for chain, chain_counts in counts.items():
+        for accumulator, value in zip(
+            context.progress, (tally.read, tally.written, tally.refused), strict=True
+        ):
+            accumulator.add(value)
+    for chain, chain_counts in tally.counts.items():
         yield ("counts", chain, chain_counts.as_dict(), None, None, None)
     for message_id, digest in conflicts:
         yield ("conflict", int(message_id.split("/", 1)[0]), message_id, digest, None, None)
@@ -514,6 +550,7 @@ def run(plan: IngestPlan) -> JobSummary:
         wanted = plan.partitions or context.defaultParallelism
         if plan.partitions or rows.getNumPartitions() < wanted:
             rows = rows.repartition(wanted)
+        rows.persist(StorageLevel.MEMORY_AND_DISK)  # read (and shuffled) once for both passes
         accumulators = (context.accumulator(0), context.accumulator(0), context.accumulator(0))
         task_context = PartitionContext(
             location=plan.location,
@@ -526,18 +563,24 @@ def run(plan: IngestPlan) -> JobSummary:
             ),
             progress=accumulators,
         )
-        results = rows.mapPartitions(partial(ingest_partition, task_context))
-        results.persist(StorageLevel.MEMORY_AND_DISK)
         _log.info("%s: reading %s (%s) into %s", JOB, plan.input, plan.format,
                   plan.location.table)  # fmt: skip
+        # Attestations are written before the transfers that need their symbol and decimals,
+        # so enrichment never depends on which partition ran first, and a rerun writes nothing.
+        reports: list[Result] = []
+        passes = []
         with Progress(accumulators, settings.progress_interval) as progress:
-            try:
-                reports = results.filter(lambda row: row[0] != "refused").collect()
-            except Exception as error:
-                _reraise_input_error(error, plan.input)
-                raise
+            for phase in (ASSETS, REST):
+                results = rows.mapPartitions(partial(ingest_partition, task_context, phase))
+                results.persist(StorageLevel.MEMORY_AND_DISK)
+                try:
+                    reports += results.filter(lambda row: row[0] != "refused").collect()
+                except Exception as error:
+                    _reraise_input_error(error, plan.input)
+                    raise
+                passes.append(results)
             _log.info(progress.line())
-        refused = results.filter(lambda row: row[0] == "refused")
+        refused = context.union(passes).filter(lambda row: row[0] == "refused")
         summary = JobSummary(JOB)
         summary.merge_counts((row[1], row[2]) for row in reports if row[0] == "counts")
         summary.conflicts = [(row[2], row[3]) for row in reports if row[0] == "conflict"]
@@ -548,7 +591,9 @@ def run(plan: IngestPlan) -> JobSummary:
                     refused.map(lambda r: (r[2], r[3], r[4], r[5], JOB)), SCHEMA_DDL
                 )
                 write_dead_letter(dead, plan.dead_letter)
-        results.unpersist()
+        for results in passes:
+            results.unpersist()
+        rows.unpersist()
     elapsed = time.monotonic() - started
     summary.details = {
         "input": plan.input,
