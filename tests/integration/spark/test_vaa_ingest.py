@@ -60,7 +60,7 @@ def mixed_input(tmp_path: Path, vaa_vectors: list[dict[str, Any]]) -> dict[str, 
             lines.append(json.dumps({"vaa": raw.hex(), "tx_id": TX_ID, "observed_at": "x"}))
         else:
             lines.append(raw.hex())
-    unknown_set = guardians.sign_body(parse_vaa(dev[1]).body, guardian_set_index=7)
+    unknown_set = guardians.sign_body(parse_vaa(dev[1]).body, guardian_set_index=55)
     refused = {
         "zz-not-a-vaa": "encoding",
         "{broken json": "json",
@@ -105,9 +105,14 @@ def test_mixed_input_is_stored_once_and_a_rerun_writes_nothing(
     assert first["new"] == len(mixed_input["message_ids"])
     assert first["refused"] == len(mixed_input["refused"])
     assert first["conflicting"] > 0
-    assert first["new"] + first["updated"] + first["unchanged"] + first["conflicting"] + first[
-        "refused"
-    ] == first["read"]
+    assert (
+        first["new"]
+        + first["updated"]
+        + first["unchanged"]
+        + first["conflicting"]
+        + first["refused"]
+        == first["read"]
+    )
     assert sum(c["new"] for c in first["per_chain"].values()) == first["new"]
     assert first["per_chain"]["unknown"]["refused"] == 3  # unreadable: no chain
     assert f"new {first['new']}," in output
