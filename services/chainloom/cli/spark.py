@@ -68,10 +68,10 @@ def manifest(
     from chainloom_spark.settings import SparkJobSettings
 
     chosen = _job(job)
+    settings = load_or_exit(SparkJobSettings, config_path, {})
     try:
         check_arguments(chosen, list(job_args))
     except JobArgumentError as error:
         fail(str(error))
-    settings = load_or_exit(SparkJobSettings, config_path, {})
     document = render_application(chosen, list(job_args), settings, name=name)
     click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
