@@ -316,7 +316,7 @@ class Refusal(Exception):  # noqa: N818 - a verdict about an input, not a failur
         self.chain = chain
 
 
-def decode_record(text: str | None, data: bytes | None) -> tuple[bytes, str | None]:
+def decode_record(text: str | None, data: bytes | bytearray | None) -> tuple[bytes, str | None]:
     """(VAA bytes, tx id or None) of one input record; raises :class:`Refusal`."""
     if data is not None:
         return bytes(data), None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from chainloom.settings import BigtableSettings
 from chainloom_spark.manifest import API_VERSION, render_application
 from chainloom_spark.settings import KubernetesSettings, SparkJobSettings, SparkSettings
 
@@ -27,7 +28,7 @@ def test_defaults_render_a_runnable_application():
 def test_settings_choose_image_resources_conf_and_env():
     settings = SparkJobSettings(
         spark=SparkSettings(app_name="backfill", conf={"spark.executor.extraJavaOptions": "-X"}),
-        bigtable={"project": "prod", "instance": "events"},
+        bigtable=BigtableSettings(project="prod", instance="events"),
         kubernetes=KubernetesSettings(
             namespace="data",
             image="registry/chainloom:1.2",
