@@ -19,16 +19,12 @@ import sys
 import click
 
 from chainloom.cli._settings import config_option, fail, load_or_exit
+from chainloom_spark.jobs import JOBS
+
+JOB_CHOICE = click.Choice(sorted(JOBS))
+"""The job names (the registry imports no job, so listing them is cheap)."""
 
 _PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": True}
-
-
-def _job(name: str) -> str:
-    from chainloom_spark.jobs import JOBS
-
-    if name not in JOBS:
-        fail(f"unknown job {name!r} (known: {', '.join(JOBS)})")
-    return name
 
 
 @click.group()
@@ -37,24 +33,23 @@ def spark() -> None:
 
 
 @spark.command(context_settings=_PASS_THROUGH)
-@click.argument("job", metavar="JOB")
+@click.argument("job", type=JOB_CHOICE)
 @click.option("--master", help="Spark master, e.g. local[2] (spark.master; default local[*]).")
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
 def run(job: str, master: str | None, job_args: tuple[str, ...]) -> None:
     """Run JOB (vaa-ingest) in this process; every other flag is the job's (docs/spark.md)."""
-    name = _job(job)
     if importlib.util.find_spec("pyspark") is None:
         fail("pyspark is not installed: pip install 'chainloom[spark]'")
     from chainloom_spark.jobs import job_main
 
     argv = [*job_args, *(["--master", master] if master else [])]
-    sys.exit(job_main(name)(argv))
+    sys.exit(job_main(job)(argv))
 
 
 @spark.command(context_settings=_PASS_THROUGH)
 @config_option("CHAINLOOM_SPARK_CONFIG")
 @click.option("--name", help="metadata.name (default: spark.app_name or chainloom-JOB).")
-@click.argument("job", metavar="JOB")
+@click.argument("job", type=JOB_CHOICE)
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
 def manifest(
     config_path: str | None, name: str | None, job: str, job_args: tuple[str, ...]
@@ -67,11 +62,10 @@ def manifest(
     from chainloom_spark.manifest import render_application
     from chainloom_spark.settings import SparkJobSettings
 
-    chosen = _job(job)
     settings = load_or_exit(SparkJobSettings, config_path, {})
     try:
-        check_arguments(chosen, list(job_args))
+        check_arguments(job, list(job_args))
     except JobArgumentError as error:
         fail(str(error))
-    document = render_application(chosen, list(job_args), settings, name=name)
+    document = render_application(job, list(job_args), settings, name=name)
     click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
