@@ -227,3 +227,36 @@ def kube_namespace(kubeconfig: str, monkeypatch: pytest.MonkeyPatch) -> Iterator
     finally:
         core.delete_namespace(name)
         api_client.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Spark
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local SparkSession (local[2]) for the whole run: starting Spark costs seconds.
+
+    Jobs run in-process find it as the active session and leave it running. Skips when
+    pyspark (the ``chainloom[spark]`` extra, part of ``dev``) is not installed.
+    """
+    import sys
+
+    pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[dev]'")
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("chainloom-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.pyspark.python", sys.executable)
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "spy": ("chainloom.cli.spy", "spy", "A guardian-spy-compatible gRPC server."),
     "relayer": ("chainloom.cli.relayer", "relayer", "The token-bridge relayer."),
     "config": ("chainloom.cli.config", "config", "Settings: JSON Schema and effective values."),
+    "spark": ("chainloom.cli.spark", "spark", "Run the Spark jobs, or render them for Kubernetes."),
 }
 
 

@@ -111,7 +111,8 @@ def quorum_cell(vaa: VAA, raw: bytes) -> Cell:
 
 
 def conflict_cell(vaa: VAA, raw: bytes) -> Cell:
-    """``QuorumState:Conflict:{digest}``: a second, different VAA for the same message id."""
+    """``QuorumState:Conflict:{digest}``: a second, different VAA for the same message id (the
+    first copy of that body seen is kept)."""
     return Cell(
         schema.QUORUM_STATE,
         schema.conflict_qualifier(vaa.digest.hex()),

@@ -148,7 +148,10 @@ def plan_message(item: MessageInput, row: RowSnapshot, context: EnrichmentContex
     digest_hex = vaa.digest.hex()
     if stored_digest is not None and stored_digest.decode() != digest_hex:
         conflict = cellmodel.conflict_cell(vaa, item.raw)
-        if _stored(row, conflict.family, conflict.qualifier) == conflict.value:
+        # The first copy of a conflicting body is kept, like the first SignedVAA: copies with
+        # other signature subsets would otherwise overwrite the cell (same timestamp) in
+        # arrival order, and a rerun in another order would rewrite it.
+        if _stored(row, conflict.family, conflict.qualifier) is not None:
             return RowPlan(row_key, Outcome.CONFLICTING, (), False, (), digest_hex)
         return RowPlan(row_key, Outcome.CONFLICTING, (conflict,), False, (), digest_hex)
 

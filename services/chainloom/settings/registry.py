@@ -1,8 +1,8 @@
 """The settings models by name, for ``chainloom config schema NAME`` and ``config show``.
 
 Entries are import paths, resolved on use, so this package never imports the services that
-build on it. Services register here as they gain a model (the indexer and the Spark jobs
-follow: ``indexer`` -> ``IndexerSettings``, ``spark-job`` -> ``SparkJobSettings``).
+build on it (nor the Spark jobs, an entry point of their own). Services register here as they
+gain a model (the indexer follows: ``indexer`` -> ``IndexerSettings``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ SERVICES: dict[str, str] = {
     "relayer": "chainloom.relayer.config:RelayerSettings",
     "eventstore": "chainloom.eventstore.config:EventStoreSettings",
     "ledger": "chainloom.ledger.config:LedgerSettings",
+    "spark": "chainloom_spark.settings:SparkJobSettings",
 }
 """Service name -> its settings model (a ServiceSettings, loadable from all four sources)."""
 

@@ -127,6 +127,10 @@ def test_different_digest_is_a_conflict_that_writes_one_cell() -> None:
     again = plan_message(_input(rival), row, EnrichmentContext())
     assert again.outcome is Outcome.CONFLICTING
     assert again.cells == ()
+    # The same rival body with other signatures keeps the first copy (reruns write nothing).
+    resigned = plan_message(_input(KIT.resign(rival, signers=[0, 1, 14])), row, EnrichmentContext())
+    assert resigned.outcome is Outcome.CONFLICTING
+    assert resigned.cells == ()
 
 
 def test_below_quorum_is_stored_without_signed_vaa() -> None:

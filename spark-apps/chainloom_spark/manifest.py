@@ -1,0 +1,88 @@
+"""The SparkApplication (``sparkoperator.k8s.io/v1beta2``) that runs a job on Kubernetes.
+
+A pure renderer: settings and the job's arguments in, the manifest as data out, so it is tested
+as data and ``chainloom spark manifest`` only prints it (the operator's ``IngestPipeline``
+renders through the same function). The application runs ``submit.py JOB ARGS`` from the
+image, which holds chainloom[spark] and a Java runtime; the Spark configuration is the one a
+local run gets (:func:`chainloom_spark.session.session_conf`) with the image's Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chainloom_spark.session import app_name, session_conf
+from chainloom_spark.settings import SparkJobSettings
+
+API_VERSION = "sparkoperator.k8s.io/v1beta2"
+"""The Spark operator's API version."""
+
+KIND = "SparkApplication"
+"""The resource kind."""
+
+
+def environment(settings: SparkJobSettings) -> dict[str, str]:
+    """The environment of driver and executors: the Bigtable location, then ``kubernetes.env``.
+
+    Settings that have flags (the table) travel as arguments; project and instance as the
+    ``CHAINLOOM_BIGTABLE__...`` variables every chainloom process reads.
+    """
+    env: dict[str, str] = {}
+    if settings.bigtable.project:
+        env["CHAINLOOM_BIGTABLE__PROJECT"] = settings.bigtable.project
+    if settings.bigtable.instance:
+        env["CHAINLOOM_BIGTABLE__INSTANCE"] = settings.bigtable.instance
+    env.update(settings.kubernetes.env)
+    return env
+
+
+def render_application(
+    job: str, arguments: list[str], settings: SparkJobSettings, *, name: str | None = None
+) -> dict[str, Any]:
+    """The SparkApplication running ``job`` with ``arguments`` under ``settings``."""
+    kube = settings.kubernetes
+    spark_conf = session_conf(settings.spark, python=kube.python)
+    spark_conf.pop("spark.ui.enabled")  # the operator manages the UI service
+    env = [{"name": key, "value": value} for key, value in sorted(environment(settings).items())]
+    labels = {
+        "app.kubernetes.io/name": "chainloom",
+        "app.kubernetes.io/component": "spark-job",
+        "chainloom.io/job": job,
+    }
+
+    def pod() -> dict[str, Any]:  # fresh copies: a YAML dump would otherwise alias them
+        return {"labels": dict(labels), **({"env": [dict(e) for e in env]} if env else {})}
+
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": name or app_name(settings.spark, job),
+            "namespace": kube.namespace,
+            "labels": dict(labels),
+        },
+        "spec": {
+            "type": "Python",
+            "pythonVersion": "3",
+            "mode": "cluster",
+            "image": kube.image,
+            "imagePullPolicy": kube.image_pull_policy,
+            "mainApplicationFile": kube.application_file,
+            "arguments": [job, *arguments],
+            "sparkVersion": kube.spark_version,
+            "restartPolicy": {"type": "Never"},
+            "sparkConf": spark_conf,
+            "driver": {
+                "cores": kube.driver_cores,
+                "memory": kube.driver_memory,
+                "serviceAccount": kube.service_account,
+                **pod(),
+            },
+            "executor": {
+                "instances": kube.executor_instances,
+                "cores": kube.executor_cores,
+                "memory": kube.executor_memory,
+                **pod(),
+            },
+        },
+    }

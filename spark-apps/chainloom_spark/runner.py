@@ -1,0 +1,92 @@
+"""Running a job's body and turning how it ended into an exit code and one line.
+
+``chainloom spark run`` and ``spark-submit`` both call a job's ``main(argv)``; neither has the
+CLI's error boundary around it, so :func:`run_job` is the jobs' own: the codes are those of
+docs/exit-codes.md (0 ok, 2 bad input, 3 conflict, 4 unavailable, 1 a bug, 130 interrupted),
+and the line never carries a traceback unless ``CHAINLOOM_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from enum import IntEnum
+
+from chainloom.errors import ChainloomError, ConflictError, UnavailableError
+from chainloom_spark.errors import SINK_UNAVAILABLE_MARK
+
+DEBUG_ENV = "CHAINLOOM_DEBUG"
+"""Set to ``1`` to print the traceback of a failed job (the exit code is unchanged)."""
+
+LOGGER_NAME = "chainloom_spark"
+"""The logger every job writes its progress to."""
+
+
+class JobExit(IntEnum):
+    """A job's exit codes (the table of docs/exit-codes.md)."""
+
+    OK = 0
+    """Finished; refused inputs (if any) are in the summary and the dead letter."""
+    FAILED = 1
+    """An unexpected error: a bug."""
+    BAD_INPUT = 2
+    """A bad flag or setting, a missing or unreadable input."""
+    CONFLICT = 3
+    """Input contradicts stored data in a way the job cannot keep."""
+    UNAVAILABLE = 4
+    """The store (or another server) cannot be reached."""
+    INTERRUPTED = 130
+    """Stopped by SIGINT or SIGTERM."""
+
+
+def setup_logging() -> logging.Logger:
+    """The jobs' logger, writing ``time job: message`` lines to stderr (set up once)."""
+    logger = logging.getLogger(LOGGER_NAME)
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    return logger
+
+
+def classify(error: BaseException) -> tuple[JobExit, str]:
+    """The exit code and the one line for an error that ended a job."""
+    if isinstance(error, KeyboardInterrupt):
+        return JobExit.INTERRUPTED, "interrupted"
+    if isinstance(error, ConflictError):
+        return JobExit.CONFLICT, f"error: {error}"
+    if isinstance(error, UnavailableError):
+        return JobExit.UNAVAILABLE, f"error: {_one_line(error)}"
+    if isinstance(error, ChainloomError):
+        return JobExit.BAD_INPUT, f"error: {_one_line(error)}"
+    text = str(error)
+    if SINK_UNAVAILABLE_MARK in text:
+        # Raised in a task: Spark hands the driver the worker's traceback as text.
+        line = text[text.index(SINK_UNAVAILABLE_MARK) :].splitlines()[0]
+        return JobExit.UNAVAILABLE, f"error: {line}"
+    return JobExit.FAILED, (
+        f"internal error: {type(error).__name__}: {_one_line(error)} "
+        f"(set {DEBUG_ENV}=1 for the traceback)"
+    )
+
+
+def run_job(body: Callable[[], int]) -> int:
+    """Run ``body`` and return its exit code, or the code of the error that ended it."""
+    try:
+        return body()
+    except (Exception, KeyboardInterrupt) as error:
+        code, line = classify(error)
+        if os.environ.get(DEBUG_ENV) == "1":
+            traceback.print_exception(error, file=sys.stderr)
+        print(line, file=sys.stderr)
+        return int(code)
+
+
+def _one_line(error: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,85 @@
+"""Building the SparkSession of a job from its settings.
+
+Every job starts Spark here, so the master, the application name, the configuration and the
+Python that executors run are chosen one way. ``PYSPARK_PYTHON`` is the interpreter running
+the driver: in local mode the executors' Python workers are then the same virtual
+environment, chainloom included, so nothing needs shipping. On a cluster the image carries
+the same install (docs/spark.md).
+
+A session that already exists in the process (a test suite's, a notebook's) is reused and
+left running: :func:`job_session` stops only a session it started.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from chainloom_spark.settings import SparkSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def app_name(settings: SparkSettings, job: str) -> str:
+    """The application name: the configured one, else ``chainloom-<job>``."""
+    return settings.app_name or f"chainloom-{job}"
+
+
+def session_conf(settings: SparkSettings, python: str = sys.executable) -> dict[str, str]:
+    """The Spark configuration a job's session gets (pure: settings in, key/values out)."""
+    conf = {
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        "spark.ui.enabled": "true" if settings.ui else "false",
+        # The jobs log their own progress lines; Spark's console bar would garble them.
+        "spark.ui.showConsoleProgress": "false",
+        "spark.pyspark.python": python,
+        "spark.pyspark.driver.python": python,
+        # Records are processed in Python; Arrow would only add a copy for our row shapes.
+        "spark.sql.execution.arrow.pyspark.enabled": "false",
+    }
+    conf.update(settings.conf)
+    return conf
+
+
+SUBMIT_ENV = "PYSPARK_GATEWAY_PORT"
+"""Set by spark-submit in the Python driver it starts: the master is already chosen."""
+
+DEFAULT_MASTER = "local[*]"
+"""The master of a job started outside spark-submit with none configured."""
+
+
+def master_url(settings: SparkSettings, environ: Mapping[str, str] | None = None) -> str | None:
+    """The master to set: the configured one; None under spark-submit; else local[*]."""
+    env = os.environ if environ is None else environ
+    if settings.master:
+        return settings.master
+    return None if env.get(SUBMIT_ENV) else DEFAULT_MASTER
+
+
+@contextmanager
+def job_session(settings: SparkSettings, job: str) -> Iterator[SparkSession]:
+    """The session for ``job``: the process's active one, or a new one stopped at the end."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder.appName(app_name(settings, job))
+    master = master_url(settings)
+    if master is not None:
+        builder = builder.master(master)
+    for key, value in session_conf(settings).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(settings.log_level)
+    try:
+        yield session
+    finally:
+        session.stop()
