@@ -1,0 +1,1 @@
+"""The Spark jobs, one module each with a ``main(argv)``."""
