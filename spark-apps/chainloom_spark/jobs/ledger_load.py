@@ -30,7 +30,8 @@ import argparse
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,8 +70,8 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("chainloom_spark.ledger_load")
 
-DEFAULT_BATCH = 512
-"""Ledgers per Spark job (the fence moves after each); bounds the driver's memory."""
+DEFAULT_BATCH = 64
+"""Ledgers per Spark job: the fence moves after each; two batches bound the driver's memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +237,18 @@ class LoadOptions:
     """Also check every ledger's ``account_hash`` (the whole state kept in driver memory)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _BatchResult:
+    """One Spark job's outcome."""
+
+    ledgers: int
+    """Ledgers handed out."""
+    reports: list[PartitionReport]
+    """Each partition's report, in ledger order."""
+    seconds: float
+    """How long the job took."""
+
+
 class LedgerLoad:
     """The driver: sequential checks and successor rows, batches to executors, the fence."""
 
@@ -294,48 +307,80 @@ class LedgerLoad:
         self.summary.objects += len(prepared.objects)
 
     def _follow(self) -> None:
-        tracker = self._tracker
-        assert tracker is not None
+        """Check ledgers in order and hand them out in batches. Pipelined like the ETL: batch
+        k is written by the executors while the driver checks batch k + 1; k + 1 is submitted
+        only once k is committed, so at most one batch is ever in flight."""
         pending: list[LedgerTask] = []
-        try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger-load") as pool:
+            in_flight: Future[_BatchResult] | None = None
             while True:
-                previous = self._previous
-                assert previous is not None
-                expected = previous.sequence + 1
-                ledger = self._source.fetch_diff(expected)
-                if ledger is None:
+                try:
+                    task = self._check_next()
+                except LedgerError:
+                    # Refused input at ledger n: everything before it is still good.
+                    in_flight = self._submit(pool, in_flight, pending)
+                    self._settle(in_flight)
+                    raise
+                if task is None:
                     break
-                header = check_next_header(ledger, expected, previous)
-                created, deleted, bases = classify_diff(tracker, ledger.objects, expected)
-                if self._leaves is not None:
-                    self._leaves = state_after_diff(self._leaves, header, ledger.objects)
-                successors = apply_diff(tracker, expected, created, deleted, bases)
-                pending.append(LedgerTask(ledger, successors))
-                self._previous = header
+                pending.append(task)
                 if len(pending) >= self._options.batch:
-                    self._run_batch(pending)
+                    in_flight = self._submit(pool, in_flight, pending)
                     pending = []
-        except LedgerError:
-            # Refused input at ledger n: everything before it is still good.
-            self._run_batch(pending)
-            raise
-        self._run_batch(pending)
+            in_flight = self._submit(pool, in_flight, pending)
+            self._settle(in_flight)
 
-    def _run_batch(self, tasks: Sequence[LedgerTask]) -> None:
+    def _check_next(self) -> LedgerTask | None:
+        """The next ledger checked against the history before it, with its successor rows;
+        None at the end of the dump."""
+        tracker, previous = self._tracker, self._previous
+        assert tracker is not None
+        assert previous is not None
+        expected = previous.sequence + 1
+        ledger = self._source.fetch_diff(expected)
+        if ledger is None:
+            return None
+        header = check_next_header(ledger, expected, previous)
+        created, deleted, bases = classify_diff(tracker, ledger.objects, expected)
+        if self._leaves is not None:
+            self._leaves = state_after_diff(self._leaves, header, ledger.objects)
+        successors = apply_diff(tracker, expected, created, deleted, bases)
+        self._previous = header
+        return LedgerTask(ledger, successors)
+
+    def _submit(
+        self,
+        pool: ThreadPoolExecutor,
+        in_flight: Future[_BatchResult] | None,
+        tasks: list[LedgerTask],
+    ) -> Future[_BatchResult] | None:
+        """Commit the batch in flight, then start writing ``tasks``."""
+        self._settle(in_flight)
         if not tasks:
-            return
+            return None
+        return pool.submit(self._write_batch, tasks)
+
+    def _write_batch(self, tasks: list[LedgerTask]) -> _BatchResult:
+        """One Spark job: ``tasks`` cut into consecutive ranges, one partition each."""
         started = time.monotonic()
         width = max(1, min(self._options.partitions, len(tasks)))
         size = -(-len(tasks) // width)
-        ranges = [list(tasks[i : i + size]) for i in range(0, len(tasks), size)]
+        ranges = [tasks[i : i + size] for i in range(0, len(tasks), size)]
         rdd = self._spark.sparkContext.parallelize(ranges, len(ranges)).flatMap(lambda r: r)
         reports = sorted(
             rdd.mapPartitions(write_partition(self._options.settings)).collect(),
             key=lambda r: r.first,
         )
-        problem: Exception | None = None
-        for report in reports:
-            # Move the fence through this range's written ledgers (in order, as each is whole).
+        return _BatchResult(len(tasks), reports, time.monotonic() - started)
+
+    def _settle(self, in_flight: Future[_BatchResult] | None) -> None:
+        """Wait for a batch and move the fence through what its partitions wrote, in order;
+        raise the first refusal or outage a partition reported."""
+        if in_flight is None:
+            return
+        result = in_flight.result()
+        problem: LedgerError | None = None
+        for report in result.reports:
             for sequence in range(report.first, report.written_through + 1):
                 self._commit(sequence)
             self.summary.transactions += report.transactions
@@ -346,15 +391,14 @@ class LedgerLoad:
                 problem = LedgerIntegrityError(report.refused, sequence=report.written_through + 1)
             if problem is not None or report.written_through < report.last:
                 break
-        seconds = time.monotonic() - started
-        self.summary.batches.append(seconds)
+        self.summary.batches.append(result.seconds)
         LOG.info(
-            "ledgers %d..%d: %d ledgers in %.2f s (%.1f ledgers/s), committed through %s",
-            reports[0].first,
-            reports[-1].last,
-            len(tasks),
-            seconds,
-            len(tasks) / seconds if seconds > 0 else 0.0,
+            "ledgers %d..%d: %d ledgers written in %.2f s (%.1f ledgers/s), committed through %s",
+            result.reports[0].first,
+            result.reports[-1].last,
+            result.ledgers,
+            result.seconds,
+            result.ledgers / result.seconds if result.seconds > 0 else 0.0,
             self.summary.last_committed,
         )
         if problem is not None:
@@ -445,7 +489,11 @@ def main(argv: list[str] | None = None) -> int:
     from chainloom.cli._boundary import report
 
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s ledger-load %(message)s")
+    if not LOG.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s ledger-load %(message)s"))
+        LOG.addHandler(handler)
+        LOG.setLevel(logging.INFO)
     if args.partitions is not None and args.partitions < 1:
         print("error: --partitions must be at least 1", file=sys.stderr)
         return 2
