@@ -43,6 +43,7 @@ from chainloom.ledger.errors import (
     BackendError,
     LedgerConfigError,
     LedgerError,
+    LedgerInputError,
     LedgerIntegrityError,
 )
 from chainloom.ledger.etl import (
@@ -503,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
     load: LedgerLoad | None = None
     try:
         settings = ledger_settings(args)
+        if not args.input.is_file():
+            raise LedgerInputError(f"--input: ledger dump {args.input} does not exist")
         spark = _session(args.master)
         options = LoadOptions(
             dump=args.input,

@@ -5,6 +5,7 @@ SIGKILL never exposes a partial ledger and a rerun completes it, a dump with a g
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -231,3 +232,31 @@ def test_a_dump_with_a_gap_exits_2_after_loading_what_comes_before_it(
     assert any(f"ledger {FIRST + 12} is missing" in line for line in error), error
     with contextlib.closing(sqlite3.connect(target)) as db:
         assert db.execute("SELECT MAX(sequence) FROM ledger_range").fetchone()[0] == FIRST + 11
+
+
+def test_a_ledger_an_executor_refuses_stops_the_range_before_it(
+    spark: SparkSession, dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = dump.read_bytes().splitlines(keepends=True)
+    refused = FIRST + 6
+    record = json.loads(lines[6])
+    assert record["sequence"] == refused
+    metadata = record["transactions"][3][1]
+    flipped = "0" if metadata[-1] != "0" else "1"
+    record["transactions"][3][1] = metadata[:-1] + flipped  # no longer the header's tx tree
+    lines[6] = (json.dumps(record) + "\n").encode()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(b"".join(lines))
+    target = tmp_path / "job.db"
+    argv = ["--input", str(broken), "--backend", "sqlite", "--sqlite", str(target)]
+    # Batch 1 is ledgers FIRST+1..FIRST+8 in two ranges; the second range fails at its second.
+    assert main([*argv, "--partitions", "2", "--batch", "8"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert any(f"ledger {refused}: its transactions hash to" in line for line in error), error
+    with contextlib.closing(sqlite3.connect(target)) as db:
+        assert db.execute("SELECT MAX(sequence) FROM ledger_range").fetchone()[0] == refused - 1
+
+
+def test_a_missing_dump_exits_2(spark: SparkSession, tmp_path: Path) -> None:
+    missing = tmp_path / "nothing.jsonl"
+    assert main(["--input", str(missing), "--sqlite", str(tmp_path / "job.db")]) == 2
