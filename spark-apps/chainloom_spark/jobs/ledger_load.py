@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chainloom.errors import ChainloomError, ConflictError
+from chainloom.errors import ConflictError
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.config import LedgerSettings
 from chainloom.ledger.errors import (
@@ -516,8 +516,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         load = LedgerLoad(spark, options)
         load.run()
-    except ChainloomError as refused:
-        return int(report(refused))
+    except Exception as failed:  # the error boundary: one line and an exit code
+        return int(report(failed))
     finally:
         if load is not None:
             LOG.info("%s", load.summary.line())
