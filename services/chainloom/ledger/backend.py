@@ -538,6 +538,16 @@ class BackendInterface(abc.ABC):
             return True
         return False
 
+    def flush_writes(self) -> None:
+        """Make every row written so far durable *without* moving the range.
+
+        For loaders that write many ledgers in parallel (the Spark ledger-load job): each
+        writer flushes its ledgers, and one coordinator then calls ``finish_writes`` for them
+        in order. Until then the rows stay invisible, as after a crash. Raises
+        :class:`~chainloom.ledger.errors.BackendError` when a write failed.
+        """
+        self._do_flush_writes()
+
     def abandon_writes(self) -> None:  # noqa: B027 - nothing to undo unless a backend can
         """Give up the ledger being written (after an error, before ``finish_writes``).
 
@@ -656,6 +666,10 @@ class BackendInterface(abc.ABC):
     @abc.abstractmethod
     def _write_nft_transactions(self, data: Sequence[NFTTransactionsData]) -> None:
         """Write the ``nf_token_transactions`` rows."""
+
+    @abc.abstractmethod
+    def _do_flush_writes(self) -> None:
+        """Wait for (or commit) every write so far; leave the range alone."""
 
     @abc.abstractmethod
     def _do_finish_writes(self, sequence: int) -> bool:

@@ -541,6 +541,9 @@ class CassandraBackend(BackendInterface):
                 f"First: {failures[0]}"
             )
 
+    def _do_flush_writes(self) -> None:
+        self.wait_for_writes()
+
     def abandon_writes(self) -> None:
         """Let in-flight writes settle and forget their failures (the rows stay invisible)."""
         self._writes.drain()

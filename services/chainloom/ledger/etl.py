@@ -60,6 +60,14 @@ from chainloom.ledger.xrpl.parse import (
     transaction_type,
 )
 
+CheckedTransactions = tuple[
+    list[tuple[bytes, bytes, bytes, ParsedMetadata]],
+    list[AccountTransactionsData],
+    list[TransactionNFTs],
+]
+"""What :func:`check_transactions` returns: ``(hash, transaction, metadata, parsed metadata)``
+per transaction, the ``account_tx`` rows, the NFT changes per NFT transaction."""
+
 PAGE_SIZE = 2048
 """Objects per page when the tracker is rebuilt from stored state."""
 
@@ -154,7 +162,7 @@ class RunSummary:
 
 
 @dataclass(frozen=True, slots=True)
-class _PreparedLedger:
+class PreparedLedger:
     """Every row of one ledger, computed and checked before anything is written."""
 
     header: LedgerHeader
@@ -242,7 +250,7 @@ class LedgerEtl:
         n's rows are in flight while n + 1 is fetched and checked; n + 1 is written only after
         n is committed."""
         assert self._previous is not None
-        pending: _PreparedLedger | None = None
+        pending: PreparedLedger | None = None
         try:
             while True:
                 sequence = self._previous.sequence + 1
@@ -277,7 +285,7 @@ class LedgerEtl:
         summary.seconds = time.monotonic() - started
         return summary
 
-    def _settle(self, summary: RunSummary, pending: _PreparedLedger | None, started: float) -> bool:
+    def _settle(self, summary: RunSummary, pending: PreparedLedger | None, started: float) -> bool:
         """Commit a written ledger and count it; False (summary says why) on a conflict."""
         if pending is None:
             return True
@@ -296,7 +304,7 @@ class LedgerEtl:
                 sequence=sequence,
             )
 
-    def _count(self, summary: RunSummary, prepared: _PreparedLedger, started: float) -> None:
+    def _count(self, summary: RunSummary, prepared: PreparedLedger, started: float) -> None:
         sequence = prepared.header.sequence
         summary.transactions += len(prepared.transactions)
         summary.objects += len(prepared.objects)
@@ -332,138 +340,32 @@ class LedgerEtl:
     def _resume(self, max_sequence: int) -> None:
         """Rebuild the key set, the book bases and the previous header from the stored ledger
         ``max``: exactly what a run that never stopped holds in memory after ledger ``max``."""
-        header = self._backend.fetch_ledger_by_sequence(max_sequence)
-        if header is None:
-            raise LedgerIntegrityError(
-                f"ledger {max_sequence}: in the stored range but its header is missing",
-                sequence=max_sequence,
-            )
-        keys: list[bytes] = []
-        leaves: dict[bytes, bytes] = {}
-        cursor: bytes | None = None
-        while True:
-            page = self._backend.fetch_ledger_page(cursor, max_sequence, PAGE_SIZE)
-            for obj in page.objects:
-                keys.append(obj.key)
-                if self._verify_state:
-                    leaves[obj.key] = hashing.state_leaf_hash(obj.key, obj.blob)
-            if page.cursor is None:
-                break
-            cursor = page.cursor
-        # Not the bases of the book directories at max: the tracker also remembers books that
-        # have emptied since, and every base it remembers got a successor row in the ledger
-        # that first named it, so the stored rows up to max are the set.
-        bases = self._backend.fetch_book_bases(max_sequence)
-        tracker = SuccessorTracker()
-        tracker.initial_load(keys, bases)
-        self._tracker = tracker
-        self._previous = header
-        if self._verify_state:
-            self._leaves = leaves
-            root = hashing.shamap_root(sorted(leaves.items()))
-            if root != header.account_hash:
-                raise LedgerIntegrityError(
-                    f"ledger {max_sequence}: the stored state hashes to {root.hex().upper()}, "
-                    f"not the header's account_hash {header.account_hash.hex().upper()}",
-                    sequence=max_sequence,
-                )
+        point = resume_point(self._backend, max_sequence, verify_state=self._verify_state)
+        self._tracker = point.tracker
+        self._previous = point.header
+        self._leaves = point.leaves
 
     # ------------------------------------------------------------------ checking
 
-    def _prepare_initial(self, ledger: SourceLedger) -> _PreparedLedger:
-        header = _parse_header(ledger.header)
-        sequence = header.sequence
-        if not ledger.is_full_state:
-            raise LedgerIntegrityError(
-                f"ledger {sequence}: an initial load needs the full state, the source sent a diff",
-                sequence=sequence,
-            )
-        keys = [obj.key for obj in ledger.objects]
-        if len(set(keys)) != len(keys):
-            raise LedgerIntegrityError(
-                f"ledger {sequence}: the state lists an object twice", sequence=sequence
-            )
-        if any(not obj.blob for obj in ledger.objects):
-            raise LedgerIntegrityError(
-                f"ledger {sequence}: the full state holds an empty (deleted) object",
-                sequence=sequence,
-            )
-        leaves = {o.key: hashing.state_leaf_hash(o.key, o.blob) for o in ledger.objects}
-        state_hash = hashing.shamap_root(sorted(leaves.items()))
-        if state_hash != header.account_hash:
-            raise LedgerIntegrityError(
-                f"ledger {sequence}: the state's SHAMap root {state_hash.hex().upper()} is not "
-                f"the header's account_hash {header.account_hash.hex().upper()}",
-                sequence=sequence,
-            )
-        transactions, account_rows, per_tx_nfts = _check_transactions(header, ledger)
-        bases = sorted({book_base(o.key) for o in ledger.objects if is_book_directory(o.blob)})
-        tracker = SuccessorTracker()
-        successors = tracker.initial_load(keys, bases)
-        tx_states, nft_history = ledger_nft_rows(per_tx_nfts)
-        page_states = {
-            nft.token_id: nft
-            for obj in ledger.objects
-            for nft in nfts_from_object(obj.key, obj.blob, sequence)
-        }
-        states = [s for s in tx_states if s.token_id not in page_states]
-        states += page_states.values()
+    def _prepare_initial(self, ledger: SourceLedger) -> PreparedLedger:
+        prepared, tracker, leaves = prepare_initial(ledger)
         self._tracker = tracker
         self._leaves = leaves if self._verify_state else None
-        return _PreparedLedger(
-            header=header,
-            header_blob=header.serialize(include_hash=True),
-            successors=successors,
-            objects=ledger.objects,
-            transactions=transactions,
-            account_transactions=account_rows,
-            nfts=states,
-            nft_transactions=nft_history,
-        )
+        return prepared
 
-    def _prepare_next(self, ledger: SourceLedger, expected: int) -> _PreparedLedger:
-        header = _parse_header(ledger.header)
-        sequence = header.sequence
+    def _prepare_next(self, ledger: SourceLedger, expected: int) -> PreparedLedger:
         previous = self._previous
         tracker = self._tracker
         assert previous is not None
         assert tracker is not None
-        if sequence != expected:
-            raise LedgerIntegrityError(
-                f"ledger {sequence} arrived out of order: the next ledger to load is {expected}",
-                sequence=sequence,
-            )
-        if header.parent_hash != previous.hash:
-            raise LedgerIntegrityError(
-                f"ledger {sequence}: parent hash {header.parent_hash.hex().upper()} is not the "
-                f"hash of ledger {previous.sequence} ({previous.hash.hex().upper()})",
-                sequence=sequence,
-            )
-        if ledger.is_full_state:
-            raise LedgerIntegrityError(
-                f"ledger {sequence}: expected a diff, the source sent a full state",
-                sequence=sequence,
-            )
-        transactions, account_rows, per_tx_nfts = _check_transactions(header, ledger)
-        created, deleted, bases = _classify_diff(tracker, ledger.objects, sequence)
+        header = check_next_header(ledger, expected, previous)
+        checked = check_transactions(header, ledger)
+        created, deleted, bases = classify_diff(tracker, ledger.objects, header.sequence)
         leaves = self._check_state_hash(header, ledger.objects)
-        try:
-            successors = tracker.apply(created, deleted, bases)
-        except SuccessorError as refused:
-            raise LedgerIntegrityError(f"ledger {sequence}: {refused}", sequence=sequence) from None
+        successors = apply_diff(tracker, header.sequence, created, deleted, bases)
         if leaves is not None:
             self._leaves = leaves
-        states, nft_history = ledger_nft_rows(per_tx_nfts)
-        return _PreparedLedger(
-            header=header,
-            header_blob=header.serialize(include_hash=True),
-            successors=successors,
-            objects=ledger.objects,
-            transactions=transactions,
-            account_transactions=account_rows,
-            nfts=states,
-            nft_transactions=nft_history,
-        )
+        return diff_rows(header, ledger, successors, checked=checked)
 
     def _check_state_hash(
         self, header: LedgerHeader, objects: Sequence[LedgerObject]
@@ -475,56 +377,24 @@ class LedgerEtl:
             raise LedgerIntegrityError(  # pragma: no cover - set by every load path
                 f"ledger {header.sequence}: no state to verify against", sequence=header.sequence
             )
-        leaves = dict(self._leaves)
-        for obj in objects:
-            if obj.blob:
-                leaves[obj.key] = hashing.state_leaf_hash(obj.key, obj.blob)
-            else:
-                leaves.pop(obj.key, None)
-        root = hashing.shamap_root(sorted(leaves.items()))
-        if root != header.account_hash:
-            raise LedgerIntegrityError(
-                f"ledger {header.sequence}: the state after its diff hashes to "
-                f"{root.hex().upper()}, the header's account_hash is "
-                f"{header.account_hash.hex().upper()}",
-                sequence=header.sequence,
-            )
-        return leaves
+        return state_after_diff(self._leaves, header, objects)
 
     # ------------------------------------------------------------------ writing
 
-    def _commit(self, prepared: _PreparedLedger) -> bool:
+    def _commit(self, prepared: PreparedLedger) -> bool:
         """Write every row, then move the range; False on a write conflict."""
         self._write(prepared)
         return self._finish(prepared)
 
-    def _write(self, prepared: _PreparedLedger) -> None:
+    def _write(self, prepared: PreparedLedger) -> None:
         """Issue every row of a ledger in Clio's order (a backend may still be sending them)."""
-        backend = self._backend
-        header = prepared.header
-        sequence = header.sequence
         try:
-            backend.start_writes()
-            backend.write_ledger(header, prepared.header_blob)
-            for key, next_key in prepared.successors:
-                backend.write_successor(key, sequence, next_key)
-            for obj in prepared.objects:
-                backend.write_ledger_object(obj.key, sequence, obj.blob)
-            for tx_hash, transaction, metadata, _ in prepared.transactions:
-                backend.write_transaction(
-                    tx_hash, sequence, header.close_time, transaction, metadata
-                )
-            if prepared.account_transactions:
-                backend.write_account_transactions(prepared.account_transactions)
-            if prepared.nfts:
-                backend.write_nfts(prepared.nfts)
-            if prepared.nft_transactions:
-                backend.write_nft_transactions(prepared.nft_transactions)
+            write_rows(self._backend, prepared)
         except BaseException:
             self._forget()
             raise
 
-    def _finish(self, prepared: _PreparedLedger) -> bool:
+    def _finish(self, prepared: PreparedLedger) -> bool:
         """Wait for the ledger's writes and move the range; False on a write conflict."""
         try:
             return self._backend.finish_writes(prepared.header.sequence)
@@ -538,7 +408,218 @@ class LedgerEtl:
         self._leaves = None
 
 
-def _parse_header(blob: bytes) -> LedgerHeader:
+# ---------------------------------------------------------------------- the checks, as functions
+#
+# The ETL above runs them in one process; the Spark ledger-load job splits them between a
+# sequential driver (order, parent hash, state diff, successor rows) and parallel executors
+# (transactions, NFT rows, writes). Both call these, so the two cannot drift apart.
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """What a loader holds in memory after the stored ledger it resumes from."""
+
+    header: LedgerHeader
+    """The stored header of that ledger (the next ledger's parent)."""
+    tracker: SuccessorTracker
+    """The key set and book bases at that ledger."""
+    leaves: dict[bytes, bytes] | None
+    """The state's SHAMap leaves (``verify_state`` only)."""
+
+
+def resume_point(
+    backend: BackendInterface, max_sequence: int, *, verify_state: bool = False
+) -> ResumePoint:
+    """Rebuild the key set, the book bases and the header of the stored ledger ``max_sequence``:
+    exactly what a run that never stopped holds in memory after it."""
+    header = backend.fetch_ledger_by_sequence(max_sequence)
+    if header is None:
+        raise LedgerIntegrityError(
+            f"ledger {max_sequence}: in the stored range but its header is missing",
+            sequence=max_sequence,
+        )
+    keys: list[bytes] = []
+    leaves: dict[bytes, bytes] = {}
+    for obj in stored_state(backend, max_sequence):
+        keys.append(obj.key)
+        if verify_state:
+            leaves[obj.key] = hashing.state_leaf_hash(obj.key, obj.blob)
+    # Not the bases of the book directories at max: the tracker also remembers books that
+    # have emptied since, and every base it remembers got a successor row in the ledger
+    # that first named it, so the stored rows up to max are the set.
+    bases = backend.fetch_book_bases(max_sequence)
+    tracker = SuccessorTracker()
+    tracker.initial_load(keys, bases)
+    if not verify_state:
+        return ResumePoint(header, tracker, None)
+    root = hashing.shamap_root(sorted(leaves.items()))
+    if root != header.account_hash:
+        raise LedgerIntegrityError(
+            f"ledger {max_sequence}: the stored state hashes to {root.hex().upper()}, "
+            f"not the header's account_hash {header.account_hash.hex().upper()}",
+            sequence=max_sequence,
+        )
+    return ResumePoint(header, tracker, leaves)
+
+
+def prepare_initial(
+    ledger: SourceLedger,
+) -> tuple[PreparedLedger, SuccessorTracker, dict[bytes, bytes]]:
+    """Check a full-state ledger; its rows, the key set after it and its state's leaves."""
+    header = parse_header(ledger.header)
+    sequence = header.sequence
+    if not ledger.is_full_state:
+        raise LedgerIntegrityError(
+            f"ledger {sequence}: an initial load needs the full state, the source sent a diff",
+            sequence=sequence,
+        )
+    keys = [obj.key for obj in ledger.objects]
+    if len(set(keys)) != len(keys):
+        raise LedgerIntegrityError(
+            f"ledger {sequence}: the state lists an object twice", sequence=sequence
+        )
+    if any(not obj.blob for obj in ledger.objects):
+        raise LedgerIntegrityError(
+            f"ledger {sequence}: the full state holds an empty (deleted) object",
+            sequence=sequence,
+        )
+    leaves = {o.key: hashing.state_leaf_hash(o.key, o.blob) for o in ledger.objects}
+    state_hash = hashing.shamap_root(sorted(leaves.items()))
+    if state_hash != header.account_hash:
+        raise LedgerIntegrityError(
+            f"ledger {sequence}: the state's SHAMap root {state_hash.hex().upper()} is not "
+            f"the header's account_hash {header.account_hash.hex().upper()}",
+            sequence=sequence,
+        )
+    transactions, account_rows, per_tx_nfts = check_transactions(header, ledger)
+    bases = sorted({book_base(o.key) for o in ledger.objects if is_book_directory(o.blob)})
+    tracker = SuccessorTracker()
+    successors = tracker.initial_load(keys, bases)
+    tx_states, nft_history = ledger_nft_rows(per_tx_nfts)
+    page_states = {
+        nft.token_id: nft
+        for obj in ledger.objects
+        for nft in nfts_from_object(obj.key, obj.blob, sequence)
+    }
+    states = [s for s in tx_states if s.token_id not in page_states]
+    states += page_states.values()
+    prepared = PreparedLedger(
+        header=header,
+        header_blob=header.serialize(include_hash=True),
+        successors=successors,
+        objects=ledger.objects,
+        transactions=transactions,
+        account_transactions=account_rows,
+        nfts=states,
+        nft_transactions=nft_history,
+    )
+    return prepared, tracker, leaves
+
+
+def check_next_header(ledger: SourceLedger, expected: int, previous: LedgerHeader) -> LedgerHeader:
+    """The header of the ledger after ``previous``: in order, chained by the parent hash, a
+    diff."""
+    header = parse_header(ledger.header)
+    sequence = header.sequence
+    if sequence != expected:
+        raise LedgerIntegrityError(
+            f"ledger {sequence} arrived out of order: the next ledger to load is {expected}",
+            sequence=sequence,
+        )
+    if header.parent_hash != previous.hash:
+        raise LedgerIntegrityError(
+            f"ledger {sequence}: parent hash {header.parent_hash.hex().upper()} is not the "
+            f"hash of ledger {previous.sequence} ({previous.hash.hex().upper()})",
+            sequence=sequence,
+        )
+    if ledger.is_full_state:
+        raise LedgerIntegrityError(
+            f"ledger {sequence}: expected a diff, the source sent a full state",
+            sequence=sequence,
+        )
+    return header
+
+
+def apply_diff(
+    tracker: SuccessorTracker,
+    sequence: int,
+    created: Sequence[bytes],
+    deleted: Sequence[bytes],
+    bases: Sequence[bytes],
+) -> list[tuple[bytes, bytes]]:
+    """Apply a classified diff to the key set; the ledger's successor rows."""
+    try:
+        return tracker.apply(created, deleted, bases)
+    except SuccessorError as refused:
+        raise LedgerIntegrityError(f"ledger {sequence}: {refused}", sequence=sequence) from None
+
+
+def state_after_diff(
+    leaves: dict[bytes, bytes], header: LedgerHeader, objects: Sequence[LedgerObject]
+) -> dict[bytes, bytes]:
+    """The state's leaves after ``objects`` (a new dict), its root checked against the header."""
+    after = dict(leaves)
+    for obj in objects:
+        if obj.blob:
+            after[obj.key] = hashing.state_leaf_hash(obj.key, obj.blob)
+        else:
+            after.pop(obj.key, None)
+    root = hashing.shamap_root(sorted(after.items()))
+    if root != header.account_hash:
+        raise LedgerIntegrityError(
+            f"ledger {header.sequence}: the state after its diff hashes to "
+            f"{root.hex().upper()}, the header's account_hash is "
+            f"{header.account_hash.hex().upper()}",
+            sequence=header.sequence,
+        )
+    return after
+
+
+def diff_rows(
+    header: LedgerHeader,
+    ledger: SourceLedger,
+    successors: list[tuple[bytes, bytes]],
+    *,
+    checked: CheckedTransactions,
+) -> PreparedLedger:
+    """Every row of a checked diff ledger (``checked`` from :func:`check_transactions`,
+    ``successors`` from :func:`apply_diff`)."""
+    transactions, account_rows, per_tx_nfts = checked
+    states, nft_history = ledger_nft_rows(per_tx_nfts)
+    return PreparedLedger(
+        header=header,
+        header_blob=header.serialize(include_hash=True),
+        successors=successors,
+        objects=ledger.objects,
+        transactions=transactions,
+        account_transactions=account_rows,
+        nfts=states,
+        nft_transactions=nft_history,
+    )
+
+
+def write_rows(backend: BackendInterface, prepared: PreparedLedger) -> None:
+    """Issue every row of a ledger in Clio's order (a backend may still be sending them); the
+    caller makes it visible with ``finish_writes``."""
+    header = prepared.header
+    sequence = header.sequence
+    backend.start_writes()
+    backend.write_ledger(header, prepared.header_blob)
+    for key, next_key in prepared.successors:
+        backend.write_successor(key, sequence, next_key)
+    for obj in prepared.objects:
+        backend.write_ledger_object(obj.key, sequence, obj.blob)
+    for tx_hash, transaction, metadata, _ in prepared.transactions:
+        backend.write_transaction(tx_hash, sequence, header.close_time, transaction, metadata)
+    if prepared.account_transactions:
+        backend.write_account_transactions(prepared.account_transactions)
+    if prepared.nfts:
+        backend.write_nfts(prepared.nfts)
+    if prepared.nft_transactions:
+        backend.write_nft_transactions(prepared.nft_transactions)
+
+
+def parse_header(blob: bytes) -> LedgerHeader:
     try:
         return LedgerHeader.parse(blob)
     except LedgerHeaderError as refused:
@@ -546,13 +627,9 @@ def _parse_header(blob: bytes) -> LedgerHeader:
         raise LedgerIntegrityError(str(refused), sequence=sequence) from None
 
 
-def _check_transactions(
-    header: LedgerHeader, ledger: SourceLedger
-) -> tuple[
-    list[tuple[bytes, bytes, bytes, ParsedMetadata]],
-    list[AccountTransactionsData],
-    list[TransactionNFTs],
-]:
+def check_transactions(header: LedgerHeader, ledger: SourceLedger) -> CheckedTransactions:
+    """Check a ledger's transactions against its header (the tree root, every blob parses, no
+    index twice); each one's hash, blobs and metadata, its ``account_tx`` rows, its NFTs."""
     sequence = header.sequence
     tx_root = hashing.transaction_root(ledger.transactions)
     if tx_root != header.transaction_hash:
@@ -608,7 +685,7 @@ def _check_transactions(
     return parsed, account_rows, nft_rows
 
 
-def _classify_diff(
+def classify_diff(
     tracker: SuccessorTracker, objects: Sequence[LedgerObject], sequence: int
 ) -> tuple[list[bytes], list[bytes], list[bytes]]:
     """Split a diff into created and deleted keys (and new book bases), refusing nonsense."""

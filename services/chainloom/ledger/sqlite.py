@@ -405,6 +405,17 @@ class SqliteBackend(BackendInterface):
                 self._in_transaction = self._db.in_transaction
         return applied
 
+    def _do_flush_writes(self) -> None:
+        with self._lock:
+            if not self._in_transaction:
+                return
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as error:
+                raise BackendError(f"SQLite write failed ({self._config.path}): {error}") from error
+            finally:
+                self._in_transaction = self._db.in_transaction
+
     def abandon_writes(self) -> None:
         """Roll back the ledger being written (what a crash before ``finish_writes`` does)."""
         with self._lock:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 JOBS: dict[str, str] = {
     "vaa-ingest": "chainloom_spark.jobs.vaa_ingest",
+    "ledger-load": "chainloom_spark.jobs.ledger_load",
 }
 """Job name -> the module holding its ``main``."""
 
