@@ -14,7 +14,7 @@ from chainloom.ledger.backend import (
     range_from_rows,
 )
 from chainloom.ledger.config import DatabaseSettings
-from chainloom.ledger.errors import LedgerConfigError, LedgerInputError
+from chainloom.ledger.errors import DatabaseFileError, LedgerConfigError, LedgerInputError
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.sqlite import SqliteBackend
 from chainloom.ledger.types import LAST_KEY, LedgerRange
@@ -151,7 +151,8 @@ def test_read_only_sqlite_reads_but_refuses_writes(tmp_path):
             reader.write_ledger_object(b"\x01" * 32, 1, b"x")
     finally:
         reader.close()
-    with pytest.raises(BackendError, match="cannot open the SQLite ledger database"):
+    # A file that cannot be opened is the caller's to fix (exit 2), not an outage.
+    with pytest.raises(DatabaseFileError, match="cannot open the SQLite ledger database"):
         make_backend(
             {"type": "sqlite", "sqlite": {"path": str(tmp_path / "none.db")}, "read_only": True}
         )
