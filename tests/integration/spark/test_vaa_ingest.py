@@ -234,7 +234,7 @@ def test_a_killed_job_rerun_equals_a_clean_run(spark, bigtable_emulator, tmp_pat
     import uuid
 
     guardians = DevGuardians()
-    vaas = list(generate_vaas(600, 21, guardians, Mix(duplicate=0, conflict=0)))
+    vaas = list(generate_vaas(1000, 21, guardians, Mix(duplicate=0, conflict=0)))
     path = tmp_path / "vaas.txt"
     path.write_text("".join(raw.hex() + "\n" for raw in vaas))
     killed, clean = f"k-{uuid.uuid4().hex[:10]}", f"c-{uuid.uuid4().hex[:10]}"
@@ -251,12 +251,13 @@ def test_a_killed_job_rerun_equals_a_clean_run(spark, bigtable_emulator, tmp_pat
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
     ) as driver:  # fmt: skip
         deadline = time.monotonic() + 300
-        while _rows(killed) < 150 and driver.poll() is None and time.monotonic() < deadline:
+        # Killed early (a loaded machine can write hundreds of rows while one count runs).
+        while _rows(killed) < 60 and driver.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         os.killpg(driver.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
         driver.wait(timeout=60)
     partial_rows = _rows(killed)
-    assert 150 <= partial_rows < len(vaas), "the job was not killed mid-write"
+    assert 60 <= partial_rows < len(vaas), "the job was not killed mid-write"
 
     code, output = _run([*common, "--table", killed, "--summary", str(tmp_path / "r.json")], capsys)
     assert code == 0, output
