@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from cassandra import ConsistencyLevel, OperationTimedOut, Unavailable, WriteTimeout
+from cassandra import ConsistencyLevel, InvalidRequest, OperationTimedOut, Unavailable, WriteTimeout
 from cassandra.cluster import (
     EXEC_PROFILE_DEFAULT,
     Cluster,
@@ -38,7 +38,7 @@ from cassandra.query import BatchStatement, BatchType
 
 from chainloom.backoff import Backoff
 from chainloom.ledger.backend import BackendInterface, HistoryKind, range_from_rows
-from chainloom.ledger.errors import BackendError
+from chainloom.ledger.errors import BackendError, LedgerConfigError
 from chainloom.ledger.types import (
     NFT,
     AccountTransactionsData,
@@ -336,6 +336,14 @@ class CassandraBackend(BackendInterface):
             self._statements = {
                 name: self._session.prepare(query) for name, query in _queries(prefix).items()
             }
+        except InvalidRequest as error:
+            # The server answered: the keyspace (or a table) is not there. A setting to fix
+            # (exit 2), not an outage to wait out.
+            self._cluster.shutdown()
+            raise LedgerConfigError(
+                f"cannot open Cassandra keyspace {config.keyspace} at "
+                f"{','.join(config.hosts)}:{config.port}: {error}"
+            ) from error
         except Exception as error:
             self._cluster.shutdown()
             raise BackendError(
