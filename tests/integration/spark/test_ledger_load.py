@@ -112,10 +112,13 @@ def _cassandra_rows_through(session: Any, keyspace: str, prefix: str, through: i
 
 def _cassandra_committed(session: Any, keyspace: str) -> int | None:
     from cassandra import InvalidRequest
+    from cassandra.cluster import NoHostAvailable
 
     try:
         rows = list(session.execute(f"SELECT sequence FROM {keyspace}.ledger_range"))
-    except InvalidRequest:  # the job is still creating its tables
+    except (InvalidRequest, NoHostAvailable):
+        # The job is still creating its tables: the table is unknown, or known to the schema
+        # but not yet to the node's storage ("Unknown CF").
         return None
     found = [row.sequence for row in rows if row.sequence is not None]
     return max(found) if found else None
