@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from chainloom.cli._common import ExitCode
-from chainloom.cli._settings import config_option, load_or_exit
+from chainloom.cli._settings import config_option, fail, load_or_exit
 
 if TYPE_CHECKING:
     from chainloom.eventstore.bigtable import BigtableTables
@@ -56,12 +56,7 @@ def _open(ctx: click.Context) -> BigtableTables:
     try:
         return open_store(_settings(ctx))
     except StoreConfigError as error:
-        _fail(str(error))
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(ExitCode.BAD_INPUT)
+        fail(str(error))
 
 
 def _unavailable(error: StoreUnavailableError) -> NoReturn:
@@ -79,7 +74,7 @@ def _store_errors() -> Iterator[None]:
     except StoreUnavailableError as error:
         _unavailable(error)
     except EventStoreError as error:
-        _fail(str(error))
+        fail(str(error))
 
 
 def _chain(text: str) -> int:
@@ -89,7 +84,7 @@ def _chain(text: str) -> int:
     try:
         return chain_id(text)
     except WormholeError as error:
-        _fail(f"--chain {text}: {error}")
+        fail(f"--chain {text}: {error}")
 
 
 @click.group()
@@ -200,11 +195,11 @@ def put(
     try:
         sets = load_guardian_sets(source)
     except (WormholeError, ValueError) as error:
-        _fail(f"--guardian-set {source}: {error}")
+        fail(f"--guardian-set {source}: {error}")
     prices = _price_source(price_file, price_api)
     entries = list(each_input(inputs, sys.stdin))
     if tx_id and len(entries) != 1:
-        _fail("--tx-id needs exactly one input")
+        fail("--tx-id needs exactly one input")
     refused = 0
     with _open(ctx) as tables:
         writer = EventWriter(
@@ -229,7 +224,7 @@ def put(
             _report(writer.summary, as_json, not_stored=len(entries) - _handled(writer.summary))
             sys.exit(ExitCode.UNAVAILABLE)
         except EventStoreError as error:
-            _fail(str(error))
+            fail(str(error))
     _report(writer.summary, as_json)
     if refused:
         sys.exit(ExitCode.BAD_INPUT)
@@ -250,7 +245,7 @@ def _price_source(price_file: str | None, price_api: str | None) -> PriceSource 
         if price_api:
             return HttpPriceSource(price_api)
     except EventStoreError as error:
-        _fail(str(error))
+        fail(str(error))
     return None
 
 
@@ -309,11 +304,11 @@ def get(ctx: click.Context, families: str | None, as_json: bool, message_id: str
     try:
         key = MessageKey.parse(message_id)
     except EventStoreError as error:
-        _fail(str(error))
+        fail(str(error))
     chosen = [f.strip() for f in families.split(",") if f.strip()] if families else None
     unknown = sorted(set(chosen or []) - set(EVENT_FAMILY_NAMES))
     if unknown:
-        _fail(f"--families: unknown families {', '.join(unknown)}")
+        fail(f"--families: unknown families {', '.join(unknown)}")
     with _store_errors(), _open(ctx) as tables:
         message = EventReader(tables).get(key, chosen)
     if message is None:
@@ -403,7 +398,7 @@ def counts(
     from chainloom.eventstore.queries import EventReader
 
     if first > last:
-        _fail(f"--from {first:%Y-%m-%d} is after --to {last:%Y-%m-%d}")
+        fail(f"--from {first:%Y-%m-%d} is after --to {last:%Y-%m-%d}")
     chain_id = _chain(chain) if chain else None
     with _store_errors(), _open(ctx) as tables:
         result = EventReader(tables).count_per_day(first.date(), last.date(), chain=chain_id)

@@ -12,11 +12,12 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
 from chainloom.cli._common import check_input_file
+from chainloom.cli._settings import fail
 
 if TYPE_CHECKING:
     from chainloom.testing.spy_server import SpyHub
@@ -25,11 +26,6 @@ if TYPE_CHECKING:
 @click.group()
 def spy() -> None:
     """A guardian-spy-compatible gRPC server, and a client to watch one."""
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
 
 
 @spy.command()
@@ -111,11 +107,11 @@ def serve(**options: Any) -> None:
     """
     settings = ServeOptions(**options)
     if settings.copies < 1 or settings.rate < 0 or settings.wait_for_subscribers < 0:
-        _fail("--copies must be >= 1, --rate and --wait-for-subscribers >= 0")
+        fail("--copies must be >= 1, --rate and --wait-for-subscribers >= 0")
     if settings.events_emitter and len(settings.events_chains) != 1:
-        _fail("--events-emitter needs exactly one --events-chain")
+        fail("--events-emitter needs exactly one --events-chain")
     if not (settings.files or settings.use_stdin or settings.events_chains):
-        _fail("nothing to serve: give --file, --stdin or --events-chain")
+        fail("nothing to serve: give --file, --stdin or --events-chain")
     for name in settings.files:
         check_input_file(name, option="--file")
     try:
@@ -280,7 +276,7 @@ def subscribe(
     try:
         keys = [EmitterKey.from_text(text) for text in filters]
     except SpyError as error:
-        _fail(f"--filter: {error}")
+        fail(f"--filter: {error}")
     asyncio.run(_subscribe(address, keys, count, as_json, connect_timeout))
 
 
