@@ -131,7 +131,7 @@ async def indexer_run(
     source_file.write_text("\n".join(raw.hex() for raw in raws) + "\n")
     address = settings.spy.address
     chainloom = str(Path(sys.executable).with_name("chainloom"))
-    server = subprocess.Popen(  # noqa: S603 - our own CLI
+    server = subprocess.Popen(
         [chainloom, "spy", "serve", "--listen", address, "--file", str(source_file),
          "--copies", str(copies), "--rate", str(rate), "--lossless",
          "--wait-for-subscribers", "1", "--exit-when-done", "--buffer", "4096"],

@@ -38,6 +38,23 @@ from chainloom.settings import (
 from chainloom.settings.parts import Part
 
 
+class SpyReconnectSettings(BackoffSettings):
+    """Waits before reconnecting to the spy (reset once a stream delivers)."""
+
+    initial: float = Field(default=0.1, gt=0, description="Seconds of the first wait.")
+    maximum: float = Field(default=10.0, gt=0, description="Upper bound of any wait, seconds.")
+
+
+class StoreRetrySettings(BackoffSettings):
+    """Waits between writes of a batch while the store is unavailable."""
+
+    initial: float = Field(default=0.5, ge=0, description="Seconds of the first wait.")
+    maximum: float = Field(default=30.0, ge=0, description="Upper bound of any wait, seconds.")
+    jitter: float = Field(
+        default=0.2, ge=0, le=1, description="Fraction of each wait that is random (0..1)."
+    )
+
+
 class IndexerSpySettings(Part):
     """The guardian spy the indexer subscribes to."""
 
@@ -61,8 +78,8 @@ class IndexerSpySettings(Part):
         description="When that buffer is full: block (push back on the stream; a real spy cuts "
         "a consumer blocked 5 s and the client reconnects) or drop (and count).",
     )
-    reconnect: BackoffSettings = Field(
-        default_factory=lambda: BackoffSettings(initial=0.1, maximum=10.0, jitter=0.5),
+    reconnect: SpyReconnectSettings = Field(
+        default_factory=SpyReconnectSettings,
         description="Wait before each reconnection to the spy (reset once a stream delivers).",
     )
 
@@ -135,8 +152,8 @@ class IndexerSettings(ServiceSettings):
         description="Seconds one write of a batch may retry inside the event writer before the "
         "store is reported unavailable (the batch stays buffered and is retried).",
     )
-    store_retry: BackoffSettings = Field(
-        default_factory=lambda: BackoffSettings(initial=0.5, maximum=30.0, jitter=0.2),
+    store_retry: StoreRetrySettings = Field(
+        default_factory=StoreRetrySettings,
         description="Wait between writes of a batch while the store is unavailable.",
     )
     store_check_interval: float = Field(

@@ -77,9 +77,8 @@ class Store:
 @pytest.fixture
 def store(bigtable_table_name: str, bigtable_emulator: str) -> Store:
     settings = BigtableSettings(project="chainloom", instance="test", table=bigtable_table_name)
-    reference = settings.model_copy(
-        update={"table": bigtable_table_name + "-ref", "index_table": bigtable_table_name + "-ref-index"}
-    )
+    twin = bigtable_table_name + "-ref"
+    reference = settings.model_copy(update={"table": twin, "index_table": twin + "-index"})
     ensure_schema(settings)
     ensure_schema(reference)
     return Store(settings, reference, bigtable_emulator)
@@ -112,7 +111,7 @@ class SpyProcess:
 def serve_spy(
     source: Path, port: int, *, copies: int = 19, rate: float = 0.0, wait_for: int = 1
 ) -> SpyProcess:
-    process = subprocess.Popen(  # noqa: S603 - our own CLI
+    process = subprocess.Popen(
         [CHAINLOOM, "spy", "serve", "--listen", f"127.0.0.1:{port}", "--file", str(source),
          "--copies", str(copies), "--rate", str(rate), "--lossless", "--buffer", "4096",
          "--wait-for-subscribers", str(wait_for)],
@@ -141,7 +140,7 @@ class IndexerProcess:
         self.log = self.config.with_name(f"indexer-{len(self.runs)}.log")
         self.runs.append(self.log)
         with self.log.open("wb") as output:
-            self.process = subprocess.Popen(  # noqa: S603 - our own CLI
+            self.process = subprocess.Popen(
                 [CHAINLOOM, "indexer", "run", "--config", str(self.config)],
                 stdout=output, stderr=subprocess.STDOUT, env=self.env,
             )  # fmt: skip
@@ -149,7 +148,7 @@ class IndexerProcess:
     def get(self, path: str) -> tuple[int, str]:
         url = f"http://127.0.0.1:{self.probe_port}{path}"
         try:
-            with urllib.request.urlopen(url, timeout=5) as answer:  # noqa: S310 - loopback
+            with urllib.request.urlopen(url, timeout=5) as answer:
                 return answer.status, answer.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
@@ -194,9 +193,7 @@ class IndexerProcess:
 
 
 @pytest.fixture
-def indexer_process(
-    tmp_path: Path, guardian_file: Path
-) -> Iterator[Any]:
+def indexer_process(tmp_path: Path, guardian_file: Path) -> Iterator[Any]:
     """A factory: ``indexer_process(settings_dict)`` -> an unstarted IndexerProcess."""
     made: list[IndexerProcess] = []
 

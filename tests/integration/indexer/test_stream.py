@@ -110,13 +110,15 @@ def test_sigkill_at_random_points_then_restart_leaves_the_store_of_a_clean_run(
     indexer = indexer_process(
         {
             "bigtable": _bigtable(store),
-            "spy": {"address": f"127.0.0.1:{spy_port}",
-                    "reconnect": {"initial": 0.05, "maximum": 0.2}},
+            "spy": {
+                "address": f"127.0.0.1:{spy_port}",
+                "reconnect": {"initial": 0.05, "maximum": 0.2},
+            },
             "batch": {"rows": 25, "latency": 0.05},
-        },  # fmt: skip
+        },
         env={"BIGTABLE_EMULATOR_HOST": store.emulator},
     )
-    rng = random.Random(14)  # noqa: S311 - test schedule
+    rng = random.Random(14)
     distinct = len(set(raws))
     for _ in range(3):
         spy = serve_spy(source, spy_port, copies=19, rate=400)

@@ -30,7 +30,8 @@ def test_file_environment_and_flags_in_precedence(
     settings = load_settings(IndexerSettings, config_file=config, flags={"buffer": 400})
     assert settings.spy.address == "spy.example:7073"
     assert settings.spy.emitters[0].chain == 2
-    assert settings.batch.rows == 50 and settings.batch.latency == 0.5
+    assert settings.batch.rows == 50
+    assert settings.batch.latency == 0.5
     assert settings.buffer == 400
     pipeline_bounds = bounds(settings)
     assert (pipeline_bounds.batch_rows, pipeline_bounds.buffer) == (50, 400)
@@ -48,5 +49,5 @@ def test_a_bad_value_is_one_line_naming_source_and_field(tmp_path: Path) -> None
 
 
 def test_unknown_keys_are_refused() -> None:
-    with pytest.raises(SettingsError, match="spy.filters: unknown key"):
+    with pytest.raises(SettingsError, match=r"spy\.filters: unknown key"):
         load_settings(IndexerSettings, flags={"spy.filters": []})

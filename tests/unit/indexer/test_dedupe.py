@@ -26,7 +26,8 @@ def test_the_set_never_grows_past_its_capacity_and_forgets_the_oldest() -> None:
     for digest in digests:
         recent.add(digest)
     assert len(recent) == 3
-    assert digests[0] not in recent and digests[1] not in recent
+    assert digests[0] not in recent
+    assert digests[1] not in recent
     assert all(d in recent for d in digests[2:])
     assert recent.add(digests[0])  # forgotten: taken again
 
