@@ -11,6 +11,7 @@ import asyncio
 import json
 import random
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,46 @@ def test_probes_answer_ready_and_metrics(
         assert indexer.wait(60) == 0
     finally:
         spy.stop()
+
+
+def test_a_spy_restart_is_ridden_out_by_reconnecting(
+    store: Store, tmp_path: Path, indexer_process: Any
+) -> None:
+    """The spy goes away mid-stream and comes back on the same port with the rest: /readyz is
+    503 while it is gone, the indexer reconnects by itself and stores everything."""
+    raws = workload(120, seed=1406)
+    first, rest = raws[:60], raws[60:]
+    spy_port = free_port()
+    spy = serve_spy(write_vaa_file(tmp_path / "first.txt", first), spy_port, copies=3)
+    indexer = indexer_process(
+        {
+            "bigtable": _bigtable(store),
+            "spy": {
+                "address": f"127.0.0.1:{spy_port}",
+                "reconnect": {"initial": 0.1, "maximum": 0.5},
+            },
+        },
+        env={"BIGTABLE_EMULATOR_HOST": store.emulator},
+    )
+    indexer.start()
+    try:
+        indexer.wait_for_metric("chainloom_indexer_vaas_written_total", len(set(first)))
+        spy.stop()
+        status, body = indexer.get("/readyz")
+        deadline = 50
+        while status != 503 and deadline:
+            deadline -= 1
+            time.sleep(0.1)
+            status, body = indexer.get("/readyz")
+        assert status == 503, body
+        assert json.loads(body)["spy"] == "disconnected"
+        spy = serve_spy(write_vaa_file(tmp_path / "rest.txt", rest), spy_port, copies=3)
+        indexer.wait_for_metric("chainloom_indexer_vaas_written_total", len(set(raws)))
+        assert (indexer.metric("chainloom_indexer_spy_connections_total") or 0) >= 2
+        assert indexer.get("/readyz")[0] == 200
+        indexer.signal(signal.SIGTERM)
+        assert indexer.wait(60) == 0, indexer.output()
+    finally:
+        spy.stop()
+    write_directly(store.reference, raws)
+    assert contents(store.settings) == contents(store.reference)
