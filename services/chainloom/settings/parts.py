@@ -210,3 +210,25 @@ class GuardianSetSettings(Part):
         if self.source == "devnet":
             return GuardianSets.devnet()
         return GuardianSets.from_file(self.source)
+
+
+class PublicRpcSettings(Part):
+    """Guardian public-API endpoints (``publicrpc.v1.PublicRPCService/GetSignedVAA``) that
+    missed VAAs are fetched from (see ``chainloom.publicrpc``)."""
+
+    endpoints: tuple[str, ...] = Field(
+        default=(),
+        description="gRPC endpoints, asked in this order: host:port (plaintext) or "
+        "https://host[:port] (TLS with the system's roots).",
+    )
+    timeout: float = Field(default=5.0, gt=0, description="Seconds one call may take.")
+    rounds: int = Field(
+        default=3,
+        ge=1,
+        description="Times the endpoints that failed (not the ones that answered NotFound) "
+        "are asked again for one message, with a backoff between rounds.",
+    )
+    backoff: BackoffSettings = Field(
+        default_factory=lambda: BackoffSettings(initial=0.5, maximum=5.0),
+        description="The wait between rounds.",
+    )
