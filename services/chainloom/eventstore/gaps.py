@@ -64,8 +64,8 @@ class SequenceRange:
     @classmethod
     def parse(cls, text: str) -> SequenceRange:
         """``N`` or ``FIRST-LAST`` (decimal)."""
-        first, _, last = text.strip().partition("-")
-        if not first.isdigit() or (last and not last.isdigit()):
+        first, dash, last = text.strip().partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
             raise MessageKeyError(text, "expected SEQUENCE or FIRST-LAST")
         return cls(int(first), int(last or first))
 

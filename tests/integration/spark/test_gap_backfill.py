@@ -10,7 +10,6 @@ nothing new.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ TRANSFERS = Mix(weights={"token_transfer": 1.0}, duplicate=0.0, conflict=0.0)
 
 
 @pytest.fixture
-def store(bigtable_table_name: str) -> Iterator[dict[str, Any]]:
+def store(bigtable_table_name: str) -> dict[str, Any]:
     """A table holding a run of transfers with holes, and the VAAs that are missing."""
     guardians = DevGuardians()
     vaas = {message_id_of(raw): raw for raw in generate_vaas(160, 5, guardians, TRANSFERS)}
@@ -58,7 +57,7 @@ def store(bigtable_table_name: str) -> Iterator[dict[str, Any]]:
     ensure_schema(location)
     with BigtableTables(location) as tables:
         EventWriter(tables, guardians.sets(0)).put_many(vaas[i] for i in ids if i not in holes)
-    yield {"location": location, "vaas": vaas, "holes": holes, "ids": ids}
+    return {"location": location, "vaas": vaas, "holes": holes, "ids": ids}
 
 
 def _stored(location: BigtableSettings) -> set[MessageId]:
