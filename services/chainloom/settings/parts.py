@@ -212,6 +212,13 @@ class GuardianSetSettings(Part):
         return GuardianSets.from_file(self.source)
 
 
+class PublicRpcBackoffSettings(BackoffSettings):
+    """The wait between rounds of asking the public API: seconds, not an outage's hours."""
+
+    initial: float = Field(default=0.5, ge=0, description="Seconds of the first wait.")
+    maximum: float = Field(default=5.0, ge=0, description="Upper bound of any wait, seconds.")
+
+
 class PublicRpcSettings(Part):
     """Guardian public-API endpoints (``publicrpc.v1.PublicRPCService/GetSignedVAA``) that
     missed VAAs are fetched from (see ``chainloom.publicrpc``)."""
@@ -228,7 +235,6 @@ class PublicRpcSettings(Part):
         description="Times the endpoints that failed (not the ones that answered NotFound) "
         "are asked again for one message, with a backoff between rounds.",
     )
-    backoff: BackoffSettings = Field(
-        default_factory=lambda: BackoffSettings(initial=0.5, maximum=5.0),
-        description="The wait between rounds.",
+    backoff: PublicRpcBackoffSettings = Field(
+        default_factory=PublicRpcBackoffSettings, description="The wait between rounds."
     )

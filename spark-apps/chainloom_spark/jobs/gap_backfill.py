@@ -34,7 +34,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.config import EventStoreSettings
@@ -59,7 +59,6 @@ from chainloom_spark.jobs.vaa_ingest import (
     ASSETS,
     REST,
     Refusal,
-    _Parser,
     check_input,
     check_store,
     decode_record,
@@ -86,6 +85,13 @@ _log = logging.getLogger("chainloom_spark")
 
 
 # ----------------------------------------------------------------------------- arguments
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so a bad flag is exit 2 through run_job."""
+
+    def error(self, message: str) -> NoReturn:
+        raise JobArgumentError(f"{self.prog}: {message}")
 
 
 def parser() -> argparse.ArgumentParser:

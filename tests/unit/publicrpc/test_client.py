@@ -13,6 +13,7 @@ from chainloom.publicrpc import (
     PublicRpcUnavailableError,
 )
 from chainloom.settings import PublicRpcSettings
+from chainloom.settings.parts import PublicRpcBackoffSettings
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import parse_vaa
 
@@ -65,7 +66,7 @@ def _client(
         endpoints=endpoints,
         timeout=1.5,
         rounds=rounds,
-        backoff={"initial": 0.1, "maximum": 1, "jitter": 0},
+        backoff=PublicRpcBackoffSettings(initial=0.1, maximum=1, jitter=0),
     )
     return PublicRpcClient(settings, transport=script, sleep=waits.append), waits
 
