@@ -197,7 +197,7 @@ def resolve(argv: list[str] | None) -> BackfillPlan:
     if args.max_missing < 1 or (args.partitions is not None and args.partitions < 1):
         raise JobArgumentError("--max-missing and --partitions must be at least 1")
     if args.files:
-        check_input(args.files)
+        check_input(args.files, option="--files")
     source = args.guardian_set
     dev_kit = source is not None and (source == "dev" or source.startswith("dev:"))
     endpoints = [e.strip() for e in (args.public_api or "").split(",") if e.strip()]
