@@ -491,6 +491,10 @@ def run(plan: BackfillPlan) -> BackfillSummary:
             fetched.unpersist()
             _report_missing(summary, absent)
     elapsed = time.monotonic() - started
+    totals = summary.as_dict()
+    _log.info("%s: found %d, written %d, refused %d, still missing %d; %.1f s, %.1f fetched/s",
+              JOB, totals["found"], totals["written"], totals["refused"], totals["still_missing"],
+              elapsed, totals["missing"] / elapsed if elapsed else 0.0)  # fmt: skip
     summary.details = {
         "source": "files" if plan.files else "public-api",
         "files": plan.files,
