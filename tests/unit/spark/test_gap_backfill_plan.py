@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,14 @@ def test_summary_groups_still_missing_sequences_into_ranges(tmp_path: Path):
     text = "\n".join(summary.lines())
     assert "ethereum 2/" + EMITTER in text
     assert "missing 7-9: not_found: n" in text
+
+
+def test_an_unreachable_store_exits_4_before_spark_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    with socket.socket() as bound:  # bound, never listening: connections are refused
+        bound.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", f"127.0.0.1:{bound.getsockname()[1]}")
+        assert main(["--table", "t", "--public-api", "h:1", "--guardian-set", "dev"]) == 4
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("error: [sink unavailable] Bigtable emulator BIGTABLE_EMULATOR_HOST=")
