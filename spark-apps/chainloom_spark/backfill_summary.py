@@ -128,6 +128,7 @@ class BackfillSummary:
             current = [sequence, sequence, status, reason]
         if current is not None:
             report.still_missing.append(_range(current))
+        report.still_missing.sort(key=lambda item: item.sequences)
 
     def total(self, name: str) -> int:
         """A counter summed over every emitter."""

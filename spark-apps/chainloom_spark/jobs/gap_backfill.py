@@ -54,7 +54,7 @@ from chainloom.settings import BigtableSettings, PublicRpcSettings, SettingsErro
 from chainloom.wormhole import GuardianSets, parse_vaa
 from chainloom.wormhole.errors import WormholeError
 from chainloom_spark.backfill_summary import BackfillSummary
-from chainloom_spark.errors import JobArgumentError, SinkUnavailableError
+from chainloom_spark.errors import JobArgumentError, JobInputError, SinkUnavailableError
 from chainloom_spark.jobs.vaa_ingest import (
     ASSETS,
     REST,
@@ -513,7 +513,12 @@ def _fetch(spark: Any, plan: BackfillPlan, context: TaskContext,
            missing: dict[tuple[int, str], list[tuple[int, int]]], width: int) -> Any:  # fmt: skip
     """The fetched messages as an RDD of :data:`Fetched` rows."""
     if plan.files is not None:
-        lines = spark.read.text(plan.files).rdd
+        from pyspark.errors import AnalysisException
+
+        try:
+            lines = spark.read.text(plan.files).rdd
+        except AnalysisException as error:
+            raise JobInputError(f"--files {plan.files}: {str(error).splitlines()[0]}") from None
         wanted = spark.sparkContext.broadcast(missing)
         return lines.mapPartitions(partial(files_partition, wanted)).distinct()
     chunks = [
