@@ -28,6 +28,7 @@ PARTS: dict[str, str] = {
     "cassandra": "chainloom.settings.parts:CassandraSettings",
     "backoff": "chainloom.settings.parts:BackoffSettings",
     "guardian-sets": "chainloom.settings.parts:GuardianSetSettings",
+    "public-rpc": "chainloom.settings.parts:PublicRpcSettings",
 }
 """Shared part name -> its model."""
 
