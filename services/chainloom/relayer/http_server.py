@@ -35,6 +35,12 @@ whole (head and body) before the app sees them, and connections are kept alive a
 says. On :meth:`HttpServer.stop` the server stops accepting, closes connections that have no
 complete request head, lets requests already received finish (their answers say
 ``Connection: close``), and cancels what is still running after ``drain_timeout``.
+
+There is no cap on open connections (aiohttp's server had none either): each costs one task and
+one socket, a silent or slow one is gone after ``header_timeout``, and the process's file limit
+or a front proxy bounds the rest. h11 is pure Python, so the HTTP layer costs more CPU per
+request than aiohttp's C parser; next to a VAA's signature checks it is small (see the REST
+bench in ``bench/relayer_rest.py``).
 """
 
 from __future__ import annotations
@@ -128,7 +134,9 @@ class _Refusal:
     """A request the server answers itself, and closes the connection after."""
 
     status: int
+    """The status code (400, 408, 413, 431, 501, 505)."""
     reason: str
+    """What was wrong, on one line: the ``reason`` of the JSON answer and of the log line."""
 
 
 @dataclass(slots=True)
@@ -233,7 +241,7 @@ class _Exchange:
             except TimeoutError:
                 return  # slowloris or idle keep-alive: closed without an answer
             except h11.RemoteProtocolError as error:
-                await self._refuse(None, _Refusal(error.error_status_hint, _reason(error)))
+                await self._refuse(None, self._head_refusal(error))
                 return
             if not isinstance(event, h11.Request):
                 return  # the client closed between requests
@@ -251,6 +259,11 @@ class _Exchange:
             if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
                 return  # HTTP/1.0, ``Connection: close``, or stopping
             self.h11.start_next_cycle()
+
+    def _head_refusal(self, error: h11.RemoteProtocolError) -> _Refusal:
+        if error.error_status_hint == 431:  # h11's words: "Receive buffer too long"
+            return _Refusal(431, f"request head exceeds {self.limits.max_head_bytes} bytes")
+        return _Refusal(error.error_status_hint, _reason(error))
 
     async def _read_request(self, head: h11.Request, deadline: float) -> Request | _Refusal:
         """The rest of a request whose head arrived, or why it is refused."""
