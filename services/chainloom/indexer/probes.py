@@ -1,4 +1,4 @@
-"""``/healthz``, ``/readyz`` and ``/metrics`` of the indexer, over HTTP (aiohttp).
+"""The indexer's ``/healthz``, ``/readyz`` and ``/metrics`` (on :mod:`chainloom.http_server`).
 
 Why these three: Kubernetes restarts a pod whose liveness probe fails and takes one out of
 service whose readiness probe fails; Prometheus scrapes the text format. ``/healthz`` answers
@@ -6,19 +6,24 @@ service whose readiness probe fails; Prometheus scrapes the text format. ``/heal
 established, the store answered its last write or check, and no drain is under way; otherwise
 503, with the reason in the JSON body. Neither calls the store: the pipeline keeps the
 states current (:mod:`chainloom.indexer.pipeline`), so a probe never waits on an outage.
+The routes are a plain :class:`ProbeApp`; the server is the same one the relayer's REST endpoint
+runs on, with its limits and timeouts.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from aiohttp import web
-
+from chainloom.http_server import HttpServer, Limits, Request, Response
 from chainloom.indexer.metrics import MetricsSnapshot, prometheus_text
 
 log = logging.getLogger(__name__)
+
+_LIMITS = Limits(max_body_bytes=0, header_timeout=10.0, body_timeout=10.0)
+"""Probes take no body; a scraper that cannot send a head in 10 s is cut off."""
 
 
 class Probed(Protocol):
@@ -33,26 +38,43 @@ class Probed(Protocol):
         ...
 
 
-def build_app(probed: Probed, spy_counters: Callable[[], Mapping[str, int]]) -> web.Application:
+def _json(
+    status: int, body: Mapping[str, object], headers: tuple[tuple[str, str], ...] = ()
+) -> Response:
+    return Response(status, json.dumps(body).encode(), headers=headers)
+
+
+class ProbeApp:
     """The probe routes over ``probed``; ``spy_counters`` reads the spy client's counters."""
-    app = web.Application()
 
-    async def healthz(_: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
+    def __init__(self, probed: Probed, spy_counters: Callable[[], Mapping[str, int]]) -> None:
+        self.probed = probed
+        self.spy_counters = spy_counters
 
-    async def readyz(_: web.Request) -> web.Response:
-        ok, details = probed.ready()
-        body = {"status": "ready" if ok else "not ready", **details}
-        return web.json_response(body, status=200 if ok else 503)
+    async def respond(self, request: Request) -> Response:
+        """``GET`` (or ``HEAD``) of one of the three paths; 404 and 405 otherwise."""
+        path = request.path
+        if path not in ("/healthz", "/readyz", "/metrics"):
+            return _json(404, {"error": "not_found", "reason": f"no route {path}"})
+        if request.method not in ("GET", "HEAD"):
+            reason = f"{request.method} is not allowed on {path}"
+            return _json(
+                405, {"error": "method_not_allowed", "reason": reason}, (("Allow", "GET, HEAD"),)
+            )
+        if path == "/healthz":
+            return _json(200, {"status": "ok"})
+        if path == "/readyz":
+            ok, details = self.probed.ready()
+            body = {"status": "ready" if ok else "not ready", **details}
+            return _json(200 if ok else 503, body)
+        text = prometheus_text(self.probed.snapshot(self.spy_counters()))
+        return Response(200, text.encode(), content_type="text/plain; version=0.0.4; charset=utf-8")
 
-    async def metrics(_: web.Request) -> web.Response:
-        text = prometheus_text(probed.snapshot(spy_counters()))
-        return web.Response(text=text, content_type="text/plain", charset="utf-8")
-
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
-    return app
+    def refusal(self, status: int, reason: str) -> Response:
+        """The server's own refusals (malformed HTTP, timeouts), in the same JSON shape."""
+        return _json(
+            status, {"error": "bad_request" if status == 400 else "refused", "reason": reason}
+        )
 
 
 class ProbeServer:
@@ -67,17 +89,14 @@ class ProbeServer:
     ) -> None:
         self.host = host
         self.port = port
-        self._runner = web.AppRunner(build_app(probed, spy_counters), access_log=None)
+        self._server = HttpServer(ProbeApp(probed, spy_counters), host, port, _LIMITS)
 
     async def start(self) -> int:
         """Bind and serve; returns the port (the chosen one when ``port`` is 0)."""
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, self.port).start()
-        addresses = self._runner.addresses
-        self.port = int(addresses[0][1]) if addresses else self.port
+        self.port = await self._server.start()
         log.info("indexer: probes on http://%s:%d", self.host, self.port)
         return self.port
 
     async def stop(self) -> None:
         """Stop serving."""
-        await self._runner.cleanup()
+        await self._server.stop(drain_timeout=5.0)

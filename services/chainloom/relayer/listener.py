@@ -2,7 +2,7 @@
 
 Why a module of its own: the intake (:mod:`chainloom.relayer.intake`) decides VAAs and knows
 no transport; the REST mapping (:mod:`chainloom.relayer.rest`) knows routes and answers and
-nothing of Redis; the HTTP server (:mod:`chainloom.relayer.http_server`) knows the wire and no
+nothing of Redis; the HTTP server (:mod:`chainloom.http_server`) knows the wire and no
 route. This module only wires them: it runs the blocking intake in a small thread pool next to
 the asyncio loop that serves gRPC and HTTP (one pooled Redis client is shared by every
 thread), subscribes to the spy, serves REST, and answers readiness and counters for both.
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from chainloom.http_server import HttpServer, Limits
 from chainloom.relayer._redis import sync, text
-from chainloom.relayer.http_server import HttpServer, Limits
 from chainloom.relayer.intake import Intake, IntakeResult, Outcome
 from chainloom.relayer.rest import RestApi
 

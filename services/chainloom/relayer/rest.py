@@ -11,7 +11,7 @@ This module maps requests to answers and does no I/O of its own: the intake
 (:mod:`chainloom.relayer.intake`) answers with an :class:`~chainloom.relayer.intake.Outcome`,
 :data:`HTTP_STATUS` maps it to a code, and :func:`response_body` writes the documented JSON.
 :class:`RestApi` routes whole requests (404, 405 with ``Allow``) to anything shaped like
-:class:`IntakeService`. The bytes on the wire are :mod:`chainloom.relayer.http_server`'s
+:class:`IntakeService`. The bytes on the wire are :mod:`chainloom.http_server`'s
 (h11): it reads and bounds requests (header and body timeouts, size limits) and answers what
 is not well-formed HTTP itself - through :meth:`RestApi.refusal`, so that those answers are the
 same JSON (:func:`error_response`, the ``status`` words of :data:`ERROR_STATUS`) as every other.
@@ -27,7 +27,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from chainloom.relayer.http_server import Request, Response
+from chainloom.http_server import Request, Response
 from chainloom.relayer.intake import IntakeResult, Outcome
 from chainloom.relayer.validation import decode_text
 from chainloom.wormhole.errors import WormholeError
@@ -123,10 +123,10 @@ LEGACY_PREFIX = "/relayvaa/"
 
 
 class RestApi:
-    """The routes of the endpoint, served by :class:`chainloom.relayer.http_server.HttpServer`.
+    """The routes of the endpoint, served by :class:`chainloom.http_server.HttpServer`.
 
     Requests arrive whole (the server has read and bounded the body); each route answers with a
-    :class:`~chainloom.relayer.http_server.Response`. ``max_request_bytes`` also bounds the VAA
+    :class:`~chainloom.http_server.Response`. ``max_request_bytes`` also bounds the VAA
     text of ``GET /relayvaa/...``. A ``GET`` route answers ``HEAD`` too.
     """
 

@@ -8,7 +8,7 @@ import logging
 import re
 from typing import Any
 
-from chainloom.relayer.http_server import Request, Response
+from chainloom.http_server import Request, Response
 from chainloom.relayer.intake import IntakeResult, Outcome
 from chainloom.relayer.rest import ERROR_STATUS, HTTP_STATUS, RestApi, response_body
 from chainloom.relayer.validation import Rule

@@ -1,4 +1,4 @@
-"""The listener's HTTP/1.1 server: h11's state machine over asyncio streams.
+"""The HTTP/1.1 server of the relayer listener and the indexer probes: h11 over asyncio streams.
 
 Why not aiohttp's server: the endpoint faces the open network, and its contract is that every
 answer, including the answer to a request that is not well-formed HTTP, is the documented JSON
@@ -182,7 +182,7 @@ class HttpServer:
             _, late = await asyncio.wait(tasks, timeout=drain_timeout)
             if late:
                 log.warning(
-                    "listener: %d request(s) still running after %g s at shutdown, cancelled",
+                    "http: %d request(s) still running after %g s at shutdown, cancelled",
                     len(late), drain_timeout,
                 )  # fmt: skip
                 for task in late:

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from chainloom.relayer.http_server import HttpServer, Limits, Request, Response
+from chainloom.http_server import HttpServer, Limits, Request, Response
 
 LIMITS = Limits(max_body_bytes=16, header_timeout=2, body_timeout=2, max_head_bytes=256)
 
