@@ -17,6 +17,8 @@ from collections.abc import Callable
 JOBS: dict[str, str] = {
     "vaa-ingest": "chainloom_spark.jobs.vaa_ingest",
     "ledger-load": "chainloom_spark.jobs.ledger_load",
+    "enrich": "chainloom_spark.jobs.enrich",
+    "export": "chainloom_spark.jobs.export",
 }
 """Job name -> the module holding its ``main``."""
 
