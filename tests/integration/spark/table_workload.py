@@ -189,8 +189,8 @@ def populate(
     for i, token in enumerate((WETH, USDC, WBTC, DEVC, NOPR, ORPH)):
         for j, moment in enumerate((DAY1 + 3600 * (i + 1), DAY2 - 1, DAY2, DAY2 + 7200 * (i + 1))):
             amount = (123_456_789_012 + 987_654_321 * i) * (j + 1) + j
-            early.append(craft.sign(5 + (i + j) % 3, moment, transfer(token, amount, 2 + j % 3,
-                                                                     with_payload=j == 3)))  # fmt: skip
+            payload = transfer(token, amount, 2 + j % 3, with_payload=j == 3)
+            early.append(craft.sign(5 + (i + j) % 3, moment, payload))
     _write(workload, early, prices=ingest_prices)
 
     attestations = [
@@ -199,14 +199,18 @@ def populate(
     ]
     _write(workload, attestations)
     # WETH's first attestation is stored: these get details (symbol OLDWETH), no notional.
-    stale = [craft.sign(2, DAY1 + 5 * 3600 + k, transfer(WETH, 10**8 * (k + 3), 4)) for k in range(3)]  # fmt: skip
+    stale = [
+        craft.sign(2, DAY1 + 5 * 3600 + k, transfer(WETH, 10**8 * (k + 3), 4)) for k in range(3)
+    ]
     _write(workload, stale)
     _write(workload, [craft.sign(WETH.chain, DAY1 - 60, attestation(WETH))])  # the newer one
 
     # Written with a price source: NotionalUSD from 42 USD, which enrich must leave alone.
     price_file = tmp / "ingest-prices.json"
     price_file.write_text(f'{{"1:{USDC.hex}": [[{DAY1 + 43_200}, "42"]]}}')
-    priced = [craft.sign(2, DAY1 + 43_200 + k, transfer(USDC, 5_000_000 * (k + 1), 6)) for k in range(2)]  # fmt: skip
+    priced = [
+        craft.sign(2, DAY1 + 43_200 + k, transfer(USDC, 5_000_000 * (k + 1), 6)) for k in range(2)
+    ]
     workload.priced_at_ingest |= {row_key(raw) for raw in priced}
     _write(workload, priced, prices=FilePriceSource.from_path(price_file))
     return workload

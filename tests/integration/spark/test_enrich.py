@@ -117,8 +117,10 @@ def test_enrich_computes_the_details_and_a_rerun_writes_nothing(
     before = _stored(workload)
     expected = _expected(workload, before)
     outcomes = Counter(e["outcome"] for e in expected.values())
-    assert outcomes["enriched"] >= 17 and outcomes["unpriced"] >= 6  # the crafted transfers
-    assert outcomes["no_asset_meta"] >= 100 and outcomes["already_enriched"] == 2
+    assert outcomes["enriched"] >= 17
+    assert outcomes["unpriced"] >= 6
+    assert outcomes["no_asset_meta"] >= 100
+    assert outcomes["already_enriched"] == 2
     args = [
         *("--table", workload.location.table, "--prices", str(prices[0])),
         *("--coin-ids", str(prices[1])),
@@ -155,7 +157,8 @@ def test_enrich_computes_the_details_and_a_rerun_writes_nothing(
         assert details["Decimals"].decode() == want["Decimals"], key
         assert details["OriginSymbol"].decode() == want["OriginSymbol"], key
         if want["NotionalUSD"] is None:
-            assert "NotionalUSD" not in details and "TokenPriceUSD" not in details, key
+            assert "NotionalUSD" not in details, key
+            assert "TokenPriceUSD" not in details, key
         else:
             assert Decimal(details["NotionalUSD"].decode()) == want["NotionalUSD"], key
             assert Decimal(details["TokenPriceUSD"].decode()) == want["TokenPriceUSD"], key
@@ -189,7 +192,8 @@ def test_bad_prices_are_one_line_and_exit_2(spark, bigtable_table_name, tmp_path
     code, output = _run(["--table", populate_table, "--prices", str(bad)], capsys)
     assert code == 2
     lines = output.strip().splitlines()
-    assert lines[-1].startswith("error: --prices") and "1 rows" in lines[-1], output
+    assert lines[-1].startswith("error: --prices"), output
+    assert "1 rows" in lines[-1], output
 
     ambiguous = tmp_path / "twice.csv"
     ambiguous.write_text("date,coingecko_id,price_usd\n2024-03-01,x,1\n2024-03-01,x,2\n")
@@ -199,10 +203,13 @@ def test_bad_prices_are_one_line_and_exit_2(spark, bigtable_table_name, tmp_path
         ["--table", populate_table, "--prices", str(ambiguous), "--coin-ids", str(coin_ids)],
         capsys,
     )
-    assert code == 2 and "different prices" in output, output
+    assert code == 2, output
+    assert "different prices" in output, output
 
     code, output = _run(["--table", populate_table, "--prices", str(tmp_path / "none.csv")], capsys)
-    assert code == 2 and "does not exist" in output
+    assert code == 2
+    assert "does not exist" in output
 
     code, output = _run(["--table", "no-such-table", "--prices", str(bad)], capsys)
-    assert code == 2 and "does not exist" in output, output
+    assert code == 2, output
+    assert "does not exist" in output, output

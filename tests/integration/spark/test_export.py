@@ -102,7 +102,8 @@ def test_export_writes_the_table_as_partitioned_parquet(
         else:
             assert exported["notional_usd"] == Decimal(notional.decode())
             volume[group] += Decimal(notional.decode())
-    assert sum(volume.values()) > 0 and transfers == summary["transfers"]
+    assert sum(volume.values()) > 0
+    assert transfers == summary["transfers"]
 
     daily = _read(spark, output / "daily")
     assert sum(r["messages"] for r in daily) == len(table)
@@ -114,7 +115,7 @@ def test_export_writes_the_table_as_partitioned_parquet(
             r["target_chain"],
             r["token_chain"],
             r["token_address"],
-        ): r  # fmt: skip
+        ): r
         for r in daily
     }
     assert {k: v["messages"] for k, v in got.items()} == dict(messages)

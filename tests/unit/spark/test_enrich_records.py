@@ -9,6 +9,7 @@ import pytest
 
 from chainloom.eventstore import schema
 from chainloom.eventstore.encoding import encode_int, encode_timestamp
+from chainloom.eventstore.planner import RowSnapshot
 from chainloom_spark.errors import JobArgumentError
 from chainloom_spark.jobs import enrich
 
@@ -21,8 +22,8 @@ def _transfer_payload(amount: int) -> bytes:
             + bytes(32) + (4).to_bytes(2, "big") + bytes(32))  # fmt: skip
 
 
-def _row(payload: bytes, timestamp: int, **families: dict[str, bytes]) -> dict:
-    row = {
+def _row(payload: bytes, timestamp: int, **families: dict[str, bytes]) -> RowSnapshot:
+    row: RowSnapshot = {
         schema.MESSAGE_PUBLICATION: {
             "Timestamp": encode_timestamp(timestamp),
             "Payload": payload,
@@ -39,13 +40,13 @@ def test_a_transfer_record_names_its_token_and_utc_day():
     assert record == ("transfer", "5:ee:1", 5, MIDNIGHT - 1, "2024-03-01", 2, TOKEN.hex(),
                       "missing", None, None, None)  # fmt: skip
     details = {schema.TOKEN_TRANSFER_DETAILS: {"Amount": b"1.00000000"}}
-    assert enrich.scan_record("k", _row(_transfer_payload(1), MIDNIGHT, **details))[7] == (
-        "no_notional"
-    )
+    partly = enrich.scan_record("k", _row(_transfer_payload(1), MIDNIGHT, **details))
+    assert partly is not None
+    assert partly[7] == "no_notional"
     details[schema.TOKEN_TRANSFER_DETAILS]["NotionalUSD"] = b"1.0"
-    assert enrich.scan_record("k", _row(_transfer_payload(1), MIDNIGHT, **details))[7] == (
-        "enriched"
-    )
+    done = enrich.scan_record("k", _row(_transfer_payload(1), MIDNIGHT, **details))
+    assert done is not None
+    assert done[7] == "enriched"
 
 
 def test_other_rows_are_not_records():
@@ -63,6 +64,7 @@ def _candidate(price: str | None) -> SimpleNamespace:
 def test_details_use_the_bridge_s_8_decimals_and_only_changed_cells_are_written():
     row = _row(_transfer_payload(123_456_789), MIDNIGHT)
     cells = enrich.details_to_write(row, _candidate("3000.5"))
+    assert cells is not None
     values = {cell.qualifier: cell.value for cell in cells}
     assert values["Amount"] == b"1.23456789"
     assert Decimal(values["NotionalUSD"].decode()) == Decimal("3704.320954")
@@ -70,6 +72,7 @@ def test_details_use_the_bridge_s_8_decimals_and_only_changed_cells_are_written(
     row[schema.TOKEN_TRANSFER_DETAILS] = values
     assert enrich.details_to_write(row, _candidate("3000.5")) == []
     unpriced = enrich.details_to_write(_row(_transfer_payload(5), MIDNIGHT), _candidate(None))
+    assert unpriced is not None
     assert "NotionalUSD" not in {cell.qualifier for cell in unpriced}
 
 

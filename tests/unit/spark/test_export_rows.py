@@ -30,24 +30,23 @@ def test_a_transfer_row_becomes_one_dataset_row():
             "OriginAddress": b"cd" * 32,
             "TargetChain": b"4",
         },
-        schema.TOKEN_TRANSFER_DETAILS: {"NotionalUSD": b"3704.320754", "OriginSymbol": b"WETH"},
+        schema.TOKEN_TRANSFER_DETAILS: {"NotionalUSD": b"3704.320954", "OriginSymbol": b"WETH"},
         schema.SIGNATURES: {"0xA": b"00", "0xB": b"00"},
         schema.QUORUM_STATE: {"SignedVAA": b"vaa", "Conflict:ff": b"other"},
     }
-    values = dict(
-        zip(
-            (c for c, _, _ in export.EVENT_COLUMNS),
-            export.event_row(f"5:{EMITTER}:0000000000000007", row),
-            strict=True,
-        )  # fmt: skip
-    )
+    exported = export.event_row(f"5:{EMITTER}:0000000000000007", row)
+    assert exported is not None
+    values = dict(zip((c for c, _, _ in export.EVENT_COLUMNS), exported, strict=True))
     assert values["message_id"] == f"5/{EMITTER}/7"
-    assert values["emitter_chain"] == 5 and values["day"] == dt.date(2024, 3, 1)
+    assert values["emitter_chain"] == 5
+    assert values["day"] == dt.date(2024, 3, 1)
     assert values["timestamp"] == dt.datetime(2024, 3, 1, 23, 59, 59, tzinfo=dt.UTC)
     assert values["payload_kind"] == "token_transfer"
     assert (values["amount"], values["token_chain"], values["target_chain"]) == ("123456789", 2, 4)
-    assert values["token_address"] == "cd" * 32 and values["digest"] == "ab" * 32
-    assert values["notional_usd"] == Decimal("3704.320754") and values["symbol"] == "WETH"
+    assert values["token_address"] == "cd" * 32
+    assert values["digest"] == "ab" * 32
+    assert values["notional_usd"] == Decimal("3704.320954")
+    assert values["symbol"] == "WETH"
     assert (values["signatures"], values["conflicts"], values["signed_vaa"]) == (2, 1, b"vaa")
 
 
