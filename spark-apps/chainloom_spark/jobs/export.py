@@ -287,7 +287,8 @@ def daily(events: DataFrame) -> DataFrame:
     """The daily aggregate (:data:`DAILY_COLUMNS`) of the events dataset."""
     from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
-    transfer = F.col("payload_kind").isin("token_transfer", "token_transfer_with_payload")
+    kinds = F.col("payload_kind").isin("token_transfer", "token_transfer_with_payload")
+    transfer = F.coalesce(kinds, F.lit(False))  # a null kind is not a transfer
     grouped = events.select(
         "day",
         F.col("emitter_chain").alias("source_chain"),
