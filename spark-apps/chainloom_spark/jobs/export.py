@@ -331,6 +331,7 @@ def _write(frame: DataFrame, path: str, partitions: list[str]) -> None:
 def run(plan: ExportPlan) -> ChainCounters:
     """Run the job as resolved by :func:`resolve`; the per-chain counts."""
     from pyspark import StorageLevel
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
     require_tables(plan.location)
     started = time.monotonic()
@@ -348,20 +349,17 @@ def run(plan: ExportPlan) -> ChainCounters:
                ["emitter_chain", "day"])  # fmt: skip
         _log.info("%s: events written to %s (%.1f s)", JOB, plan.events_path,
                   time.monotonic() - started)  # fmt: skip
-        aggregate = daily(events)
+        aggregate = daily(events).persist(StorageLevel.MEMORY_AND_DISK)
         _write(aggregate.repartition("day"), plan.daily_path, ["day"])
-        per_day = events.groupBy("emitter_chain", "day").count().collect()
-        transfers = (
-            events.where("payload_kind IN ('token_transfer', 'token_transfer_with_payload')")
-            .groupBy("emitter_chain")
-            .count()
-            .collect()
+        # The summary from the (small) aggregate rather than another pass over the events.
+        per_day = aggregate.groupBy("source_chain", "day").agg(
+            F.sum("messages").alias("messages"), F.sum("transfers").alias("transfers")
         )
-        for row in per_day:
-            summary.add(row["emitter_chain"], "messages", row["count"])
-            summary.add(row["emitter_chain"], "days")
-        for row in transfers:
-            summary.add(row["emitter_chain"], "transfers", row["count"])
+        for row in per_day.collect():
+            summary.add(row["source_chain"], "messages", row["messages"])
+            summary.add(row["source_chain"], "transfers", row["transfers"])
+            summary.add(row["source_chain"], "days")
+        aggregate.unpersist()
         events.unpersist()
     elapsed = time.monotonic() - started
     messages = summary.totals["messages"]
