@@ -299,10 +299,17 @@ def load_prices(spark: SparkSession, plan: EnrichPlan) -> DataFrame:
             if "coingecko_id" in columns
             else F.lit(None).cast("string")
         ).alias("coingecko_id"),
+        # Whether the row names a token at all (then both parts must be valid).
+        (
+            F.coalesce(F.trim(F.col("token_chain").cast("string")), F.lit("")) != ""
+            if by_token
+            else F.lit(False)
+        ).alias("names_token"),
     )
     exact = F.col("token_chain").isNotNull() & F.col("token_address").isNotNull()
     valid = (
         F.col("day").isNotNull()
+        & (exact | ~F.col("names_token"))
         & F.col("price").try_cast("double").isNotNull()
         & (F.col("price").try_cast("double") >= 0)
         & (exact | F.col("coingecko_id").isNotNull())
@@ -311,7 +318,7 @@ def load_prices(spark: SparkSession, plan: EnrichPlan) -> DataFrame:
         prices.where(~valid | valid.isNull()),
         flag,
         path,
-        "lack a YYYY-MM-DD date, a non-negative price or a token",
+        "lack a YYYY-MM-DD date, a non-negative price or a valid token",
     )
     prices = prices.withColumn("day", F.date_format("day", "yyyy-MM-dd"))
     token_prices = prices.where(exact).select("token_chain", "token_address", "day", "price")

@@ -188,7 +188,11 @@ def test_bad_prices_are_one_line_and_exit_2(spark, bigtable_table_name, tmp_path
     populate_table = bigtable_table_name
     ensure_schema(locate(EventStoreSettings(bigtable=BigtableSettings(table=populate_table))))
     bad = tmp_path / "bad.csv"
-    bad.write_text("date,token_chain,token_address,price_usd\n2024-03-01,2,0xzz,1\n")
+    bad.write_text(
+        "date,coingecko_id,token_chain,token_address,price_usd\n"
+        "2024-03-01,,2,0xab,1\n"
+        "2024-03-01,weth,2,0xzz,1\n"  # a coingecko id does not excuse a bad address
+    )
     code, output = _run(["--table", populate_table, "--prices", str(bad)], capsys)
     assert code == 2
     lines = output.strip().splitlines()
