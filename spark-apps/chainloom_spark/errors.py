@@ -7,6 +7,7 @@ markers) to the codes of docs/exit-codes.md itself::
     SparkJobError                      (a ChainloomError)
     ├── JobArgumentError               a bad flag or setting                      exit 2
     ├── JobInputError                  the input is missing or unreadable         exit 2
+    ├── JobOutputError                 the output path cannot be written          exit 2
     └── SinkUnavailableError           the store cannot be reached (UnavailableError) exit 4
 
 An error raised inside a task reaches the driver as text only (Spark carries the worker's
@@ -32,6 +33,11 @@ class JobArgumentError(SparkJobError):
 
 class JobInputError(SparkJobError):
     """The job's input cannot be read: missing, not a supported format (exit 2)."""
+
+
+class JobOutputError(SparkJobError):
+    """The job's output (a dataset path) cannot be written: permissions, a file in the way
+    (exit 2)."""
 
 
 class SinkUnavailableError(SparkJobError, UnavailableError):

@@ -541,6 +541,39 @@ class BigtableTables:
             for row in self.events.read_rows_stream(query):
                 yield row.row_key.decode()
 
+    def sample_event_keys(self) -> list[bytes]:
+        """Row keys that cut the events table into pieces of similar size, in key order.
+
+        The data client's ``sample_row_keys``: the last key is ``b""`` (the end of the table);
+        bulk readers split the table at these keys so each piece is read on its own.
+        """
+        with store_calls(self.settings):
+            return [key for key, _offset in self.events.sample_row_keys()]
+
+    def stream_events(
+        self,
+        start: str,
+        end: str,
+        *,
+        families: Sequence[str] | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[tuple[str, RowSnapshot]]:
+        """Rows in ``[start, end)`` (``""`` is the table's edge), streamed, not collected.
+
+        For bulk reads of a whole key range: rows arrive as the server sends them, so memory
+        stays flat however large the range. ``timeout`` bounds the whole stream (default
+        ``bigtable.operation_timeout``).
+        """
+        parts: list[rf.RowFilter] = []
+        if families:
+            parts.append(rf.FamilyNameRegexFilter(_alternation(families)))
+        parts.append(rf.CellsColumnLimitFilter(1))
+        row_filter: rf.RowFilter = parts[0] if len(parts) == 1 else rf.RowFilterChain(parts)
+        query = ReadRowsQuery(row_ranges=[RowRange(start, end)], row_filter=row_filter)
+        with store_calls(self.settings, timeout):
+            for row in self.events.read_rows_stream(query, operation_timeout=self._budget(timeout)):
+                yield row.row_key.decode(), snapshot(row)
+
     def scan_index(
         self, start: str, end: str, *, limit: int | None = None, keys_only: bool = False
     ) -> list[tuple[str, dict[str, bytes]]]:

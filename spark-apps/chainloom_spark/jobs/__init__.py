@@ -18,6 +18,8 @@ JOBS: dict[str, str] = {
     "vaa-ingest": "chainloom_spark.jobs.vaa_ingest",
     "ledger-load": "chainloom_spark.jobs.ledger_load",
     "gap-backfill": "chainloom_spark.jobs.gap_backfill",
+    "enrich": "chainloom_spark.jobs.enrich",
+    "export": "chainloom_spark.jobs.export",
 }
 """Job name -> the module holding its ``main``."""
 
