@@ -37,7 +37,7 @@ def spark() -> None:
 @click.option("--master", help="Spark master, e.g. local[2] (spark.master; default local[*]).")
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
 def run(job: str, master: str | None, job_args: tuple[str, ...]) -> None:
-    """Run JOB (vaa-ingest) in this process; every other flag is the job's (docs/spark.md)."""
+    """Run JOB here (a local Spark driver); every other flag is the job's (docs/spark.md)."""
     if importlib.util.find_spec("pyspark") is None:
         fail("pyspark is not installed: pip install 'chainloom[spark]'")
     from chainloom_spark.jobs import job_main
