@@ -168,8 +168,12 @@ def _entry(name: str) -> int:
     return _DEFS.code_of(LEDGER_ENTRY_NAMES, name)
 
 
-def _transaction(name: str) -> int:
+def transaction_code(name: str) -> int:
+    """The TransactionType code of ``name`` (``Payment`` -> 0)."""
     return _DEFS.code_of(TRANSACTION_TYPE_NAMES, name)
+
+
+_transaction = transaction_code
 
 
 #: LedgerEntryType codes used by the ETL, the API and the generator.
