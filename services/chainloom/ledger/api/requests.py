@@ -392,15 +392,18 @@ def _directory_key(directory: Any) -> bytes:
     if not isinstance(directory, dict):
         raise invalid_params("Invalid field 'directory'.")
     sub_index = _uint32(directory.get("sub_index", 0), "directory.sub_index")
+    roots = []
     if "dir_root" in directory:
-        if "owner" in directory:
-            raise invalid_params("Invalid field 'directory', both dir_root and owner.")
-        root = _hash(directory["dir_root"], "directory.dir_root")
-    elif "owner" in directory:
+        roots.append(_hash(directory["dir_root"], "directory.dir_root"))
+    if "owner" in directory:
         owner = _account(directory["owner"], "directory.owner", error="invalidParams")
-        root = keylets.owner_directory(owner)
-    else:
+        roots.append(keylets.owner_directory(owner))
+    if not roots:
         raise invalid_params("Invalid field 'directory', needs dir_root or owner.")
+    # rippled refuses both; xrpl-py's model requires both, so both are taken when they agree.
+    if len(roots) == 2 and roots[0] != roots[1]:
+        raise invalid_params("Invalid field 'directory', dir_root is not the owner's directory.")
+    root = roots[0]
     if sub_index == 0:
         return root
     return directory_page_key(root, sub_index)

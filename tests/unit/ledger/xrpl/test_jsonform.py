@@ -38,11 +38,11 @@ HASH = "A" * 64
 BASE_TEN = ("MaximumAmount", "OutstandingAmount", "MPTAmount")
 
 
-def _normalize(value: Any, *, ours: bool = False) -> Any:
+def normalize_decoded(value: Any, *, ours: bool = False) -> Any:
     """Issued values compared as numbers (xrpl-py prints some in Decimal's own notation), and
     rippled's base-10 UInt64 fields as numbers (xrpl-py's ``decode`` prints them in hex)."""
     if isinstance(value, dict):
-        out = {key: _normalize(item, ours=ours) for key, item in value.items()}
+        out = {key: normalize_decoded(item, ours=ours) for key, item in value.items()}
         for name in BASE_TEN:
             if name in out:
                 out[name] = int(out[name], 10 if ours else 16)
@@ -50,13 +50,13 @@ def _normalize(value: Any, *, ours: bool = False) -> Any:
             out["value"] = Decimal(out["value"].replace("e", "E"))
         return out
     if isinstance(value, list):
-        return [_normalize(item, ours=ours) for item in value]
+        return [normalize_decoded(item, ours=ours) for item in value]
     return value
 
 
 def _assert_same_as_xrpl_py(blob_hex: str) -> dict[str, Any]:
     ours = to_json(bytes.fromhex(blob_hex))
-    assert _normalize(ours, ours=True) == _normalize(binarycodec.decode(blob_hex))
+    assert normalize_decoded(ours, ours=True) == normalize_decoded(binarycodec.decode(blob_hex))
     assert "Unknown(" not in json.dumps(ours)
     assert binary.encode(binary.decode(bytes.fromhex(blob_hex))).hex().upper() == blob_hex.upper()
     return ours
