@@ -431,7 +431,6 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
 def api(host: str, port: int, workers: int, max_pending: int, **options: Any) -> None:
     """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted."""
     import asyncio
-
     from importlib.metadata import PackageNotFoundError, version
 
     from chainloom.ledger.api.server import ApiOptions, serve

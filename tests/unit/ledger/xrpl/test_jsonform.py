@@ -115,7 +115,7 @@ def test_every_ledger_entry_type_is_named() -> None:
         assert sf.ledger_entry_name(code) == name
 
 
-def _sample(name: str, type_name: str) -> Any:  # noqa: PLR0911 - one sample per type
+def _sample(name: str, type_name: str) -> Any:
     if name == "TransactionType":
         return "Payment"
     if name == "LedgerEntryType":
