@@ -29,6 +29,7 @@ Currency      ISO code, ``XRP`` or hex
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,13 @@ _ISO_CHARACTERS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789<>(){}[]|?!@#$%^&*"
 )
 _NO_CURRENCY = b"\x00" * 19 + b"\x01"
+
+ADDRESS_CACHE_SIZE = 1 << 16
+"""Addresses remembered: the same accounts recur on every page, and base58 is the costliest
+step of decoding (about 0.1 ms an address)."""
+
+address = functools.lru_cache(maxsize=ADDRESS_CACHE_SIZE)(encode_account)
+""":func:`~chainloom.ledger.xrpl.address.encode_account` with a bounded cache."""
 _BLACK_HOLE = b"\x00" * 19 + b"\x01"
 
 
@@ -124,7 +132,7 @@ def _hex(field: FieldDefinition, value: bytes) -> JSON:
 
 def _account(field: FieldDefinition, value: bytes) -> JSON:
     # Pseudo-transactions carry an empty Account: rippled shows the zero account.
-    return encode_account(value or bytes(20))
+    return address(value or bytes(20))
 
 
 def _vector256(field: FieldDefinition, value: bytes) -> JSON:
@@ -158,7 +166,7 @@ def _bridge(field: FieldDefinition, value: bytes) -> JSON:
         ("IssuingChainDoor", "IssuingChainIssue"),
     ):
         length = value[position]
-        out[door] = encode_account(value[position + 1 : position + 1 + length])
+        out[door] = address(value[position + 1 : position + 1 + length])
         position += 1 + length
         size = _issue_size(value, position)
         out[issue] = issue_to_json(value[position : position + size])
@@ -181,13 +189,13 @@ def _pathset(field: FieldDefinition, value: bytes) -> JSON:
             continue
         step: dict[str, str] = {}
         if kind & 0x01:
-            step["account"] = encode_account(value[position : position + 20])
+            step["account"] = address(value[position : position + 20])
             position += 20
         if kind & 0x10:
             step["currency"] = currency_text(value[position : position + 20])
             position += 20
         if kind & 0x20:
-            step["issuer"] = encode_account(value[position : position + 20])
+            step["issuer"] = address(value[position : position + 20])
             position += 20
         path.append(step)
     return paths
@@ -237,7 +245,7 @@ def amount_to_json(value: bytes) -> JSON:
     if len(value) == 48:
         return {
             "currency": currency_text(value[8:28]),
-            "issuer": encode_account(value[28:48]),
+            "issuer": address(value[28:48]),
             "value": issued_value_text(value[:8]),
         }
     raise XrplBinaryError(f"an Amount of {len(value)} bytes")
@@ -320,7 +328,7 @@ def issue_to_json(value: bytes) -> dict[str, str]:
     if len(value) == 44 and value[20:40] == _BLACK_HOLE:
         # The sequence is stored little-endian; the ID puts it first, big-endian.
         return {"mpt_issuance_id": (value[40:44][::-1] + value[:20]).hex().upper()}
-    return {"currency": currency_text(value[:20]), "issuer": encode_account(value[20:40])}
+    return {"currency": currency_text(value[:20]), "issuer": address(value[20:40])}
 
 
 def _issue_size(value: bytes, position: int) -> int:
