@@ -44,6 +44,8 @@ from chainloom.ledger.xrpl.errors import XrplBinaryError
 JSON = Any
 """A JSON value (dict, list, str, int)."""
 
+_Renderer = Callable[["FieldDefinition", bytes], JSON]
+
 BASE_TEN_UINT64 = frozenset({"MaximumAmount", "OutstandingAmount", "MPTAmount"})
 """UInt64 fields rippled prints in decimal (``SField::sMD_BaseTen``) rather than hex."""
 
@@ -68,33 +70,44 @@ def to_json(blob: bytes) -> dict[str, JSON]:
 
 def object_to_json(obj: binary.STObject) -> dict[str, JSON]:
     """The JSON form of a decoded object (field keys in, field names out, canonical order)."""
-    fields_by_key = definitions().fields_by_key
+    table = _field_table()
     out: dict[str, JSON] = {}
     for field_key, value in obj.items():
-        field = fields_by_key.get(field_key)
-        if field is None:
+        entry = table.get(field_key)
+        if entry is None:
             raise XrplBinaryError(
                 f"field {field_key >> 16}/{field_key & 0xFFFF} is not in the definitions"
             )
-        out[field.name] = _value_to_json(field, value)
+        field, render = entry
+        if isinstance(value, bytes):
+            out[field.name] = render(field, value)
+        elif isinstance(value, dict):
+            out[field.name] = object_to_json(value)
+        else:
+            out[field.name] = [
+                {_element_name(table, key): object_to_json(element)} for key, element in value
+            ]
     return out
 
 
-def _value_to_json(field: FieldDefinition, value: binary.Value) -> JSON:
-    if isinstance(value, dict):
-        return object_to_json(value)
-    if isinstance(value, list):
-        names = definitions().fields_by_key
-        return [
-            {names[key].name if key in names else str(key): object_to_json(element)}
-            for key, element in value
-        ]
-    render = _RENDERERS.get(field.type_code)
-    if render is None:
-        raise XrplBinaryError(
-            f"field {field.name} has a type ({field.type_name}) with no JSON form"
-        )
-    return render(field, value)
+def _element_name(table: dict[int, tuple[FieldDefinition, _Renderer]], key: int) -> str:
+    entry = table.get(key)
+    if entry is None:
+        raise XrplBinaryError(f"array element {key >> 16}/{key & 0xFFFF} is not in the definitions")
+    return entry[0].name
+
+
+def _no_json_form(field: FieldDefinition, value: bytes) -> JSON:
+    raise XrplBinaryError(f"field {field.name} has a type ({field.type_name}) with no JSON form")
+
+
+@functools.cache
+def _field_table() -> dict[int, tuple[FieldDefinition, _Renderer]]:
+    """Every serialized field with the function that renders its leaf values (built once)."""
+    return {
+        field_key: (field, _RENDERERS.get(field.type_code, _no_json_form))
+        for field_key, field in definitions().fields_by_key.items()
+    }
 
 
 # --- leaves ------------------------------------------------------------------------------------
@@ -200,8 +213,6 @@ def _pathset(field: FieldDefinition, value: bytes) -> JSON:
         path.append(step)
     return paths
 
-
-_Renderer = Callable[[FieldDefinition, bytes], JSON]
 
 _RENDERERS: dict[int, _Renderer] = {
     sf.UINT8: _uint,
