@@ -551,6 +551,26 @@ def test_errors_are_rippled_error_objects_with_rippled_statuses(served: Served) 
     assert UINT32_MAX  # the bound every index parameter is checked against
 
 
+# ------------------------------------------------------------------------------------ WebSocket
+
+
+def test_the_websocket_api_answers_xrpl_py_like_json_rpc(served: Served) -> None:
+    from xrpl.clients import WebsocketClient
+
+    with WebsocketClient(served.url.replace("http://", "ws://")) as client:
+        for request in (
+            Ledger(ledger_index=FIRST + 1, transactions=True, expand=True),
+            LedgerData(ledger_index=FIRST + 1, limit=20),
+            AccountTx(account=encode_account(_busiest_accounts(served, 1)[0]), limit=5),
+        ):
+            response = client.request(request)
+            assert response.is_successful(), response.result
+            assert response.result == served.ok(request)
+        refused = client.request(Tx(transaction="CD" * 32))
+        assert not refused.is_successful()
+        assert refused.result["error"] == "txnNotFound"
+
+
 # ------------------------------------------------------------------------------------ Cassandra
 
 

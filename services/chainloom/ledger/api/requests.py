@@ -52,6 +52,8 @@ class Call:
     """The params object (empty when the request had none)."""
     api_version: int
     """The API version the answer is shaped for (1 or 2)."""
+    version_error: str | None = None
+    """Why the requested ``api_version`` is refused (answered as ``invalidParams``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +206,7 @@ Params = (
 
 
 def parse_call(body: bytes) -> Call:
-    """The call in an HTTP body; :class:`MalformedRequestError` (400) when it is not JSON-RPC, and
-    ``invalidParams`` for an unsupported ``api_version``."""
+    """The call in an HTTP body; :class:`MalformedRequestError` (400) when it is not JSON-RPC."""
     if len(body) > MAX_BODY_BYTES:
         raise MalformedRequestError(f"request body over {MAX_BODY_BYTES} bytes", http_status=413)
     try:
@@ -229,10 +230,34 @@ def parse_call(body: bytes) -> Call:
     params = params_list[0] if params_list else {}
     if not isinstance(params, dict):
         raise MalformedRequestError("params unparseable")
+    return _with_version(method, params)
+
+
+def _with_version(method: str, params: dict[str, Any]) -> Call:
     version = params.get("api_version", 1)
     if isinstance(version, bool) or version not in API_VERSIONS:
-        raise invalid_params(f"Invalid API version: {version!r}")
+        # Answered as the method's error: the call is well formed, the version is not served.
+        refusal = f"Invalid API version: {version!r}"
+        return Call(method=method, params=params, api_version=1, version_error=refusal)
     return Call(method=method, params=params, api_version=int(version))
+
+
+def parse_websocket_call(text: str | bytes) -> tuple[Any, Call]:
+    """The ``id`` and the call of a WebSocket message (``{"id", "command", ...params}``, as
+    rippled's WebSocket API takes it); :class:`MalformedRequestError` when it is not one."""
+    if len(text) > MAX_BODY_BYTES:
+        raise MalformedRequestError(f"message over {MAX_BODY_BYTES} bytes", http_status=413)
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError as bad:
+        raise MalformedRequestError(f"Unable to parse request: {bad}") from None
+    if not isinstance(document, dict):
+        raise MalformedRequestError("Unable to parse request: not a JSON object")
+    method = document.get("command", document.get("method"))
+    if not isinstance(method, str) or not method:
+        raise MalformedRequestError("Missing command entry.")
+    params = {key: value for key, value in document.items() if key not in ("id", "command")}
+    return document.get("id"), _with_version(method, params)
 
 
 # --- field readers -----------------------------------------------------------------------------
@@ -560,7 +585,10 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], Params]] = {
 
 
 def parse_params(call: Call) -> Params:
-    """The validated parameters of ``call``; ``unknownCmd`` for a method this server lacks."""
+    """The validated parameters of ``call``; ``unknownCmd`` for a method this server lacks,
+    ``invalidParams`` for an ``api_version`` it does not serve."""
+    if call.version_error is not None:
+        raise invalid_params(call.version_error)
     parser = PARSERS.get(call.method)
     if parser is None:
         raise RpcError("unknownCmd")

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 from chainloom.errors import UnavailableError
 from chainloom.ledger.api import requests as rq
+from chainloom.ledger.api import shapes
 from chainloom.ledger.api.errors import ApiError, MalformedRequestError, RpcError
 from chainloom.ledger.api.methods import Context, answer
 from chainloom.ledger.api.shapes import error_body, success
@@ -59,14 +60,15 @@ class LedgerApi:
         self._refresher: asyncio.Task[None] | None = None
 
     def app(self) -> web.Application:
-        """The application: ``POST /`` (and ``POST /rpc``)."""
+        """The application: JSON-RPC on ``POST /``, rippled's WebSocket API on ``GET /``."""
         application = web.Application(client_max_size=rq.MAX_BODY_BYTES)
         application.router.add_post("/", self.handle)
+        application.router.add_get("/", self.websocket)
         application.on_startup.append(self._start_refresher)
         application.on_cleanup.append(self._cleanup)
         return application
 
-    async def handle(self, request: web.Request) -> web.Response:  # noqa: PLR0911
+    async def handle(self, request: web.Request) -> web.Response:
         """One JSON-RPC call."""
         try:
             body = await request.read()
@@ -76,15 +78,37 @@ class LedgerApi:
             call = rq.parse_call(body)
         except MalformedRequestError as bad:
             return web.Response(status=bad.http_status, text=f"{bad}\n")
-        except RpcError as refused:
-            return _json(error_body(refused, "", {}), refused.http_status)
+        result, status = await self.dispatch(call)
+        return web.Response(
+            body=orjson.dumps({"result": result}), status=status, content_type="application/json"
+        )
+
+    async def websocket(self, request: web.Request) -> web.StreamResponse:
+        """rippled's WebSocket API: ``{"id", "command", ...params}`` in, ``{"id", "result",
+        "status", "type": "response"}`` out (an error's fields sit beside ``id``)."""
+        socket = web.WebSocketResponse(max_msg_size=rq.MAX_BODY_BYTES)
+        await socket.prepare(request)
+        async for message in socket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                request_id, call = rq.parse_websocket_call(message.data)
+            except MalformedRequestError as bad:
+                await socket.send_bytes(orjson.dumps(shapes.websocket_malformed(str(bad))))
+                continue
+            result, _ = await self.dispatch(call)
+            await socket.send_str(orjson.dumps(shapes.websocket_body(request_id, result)).decode())
+        return socket
+
+    async def dispatch(self, call: rq.Call) -> tuple[dict[str, Any], int]:
+        """Validate and answer one call: the ``result`` object (a success or rippled's error
+        object) and its HTTP status."""
         try:
             params = rq.parse_params(call)
         except RpcError as refused:
-            return _json(error_body(refused, call.method, call.params), refused.http_status)
+            return self._refusal(refused, call)
         if self._pending >= self.options.max_pending:
-            busy = RpcError("tooBusy")
-            return _json(error_body(busy, call.method, call.params), busy.http_status)
+            return self._refusal(RpcError("tooBusy"), call)
         self._pending += 1
         try:
             loop = asyncio.get_running_loop()
@@ -92,18 +116,20 @@ class LedgerApi:
                 self._executor, answer, self.context, call.method, params, call.api_version
             )
         except RpcError as refused:
-            return _json(error_body(refused, call.method, call.params), refused.http_status)
+            return self._refusal(refused, call)
         except UnavailableError as outage:
             log.warning("ledger api: %s failed: %s", call.method, outage)
-            busy = RpcError("tooBusy", f"database unavailable: {outage}")
-            return _json(error_body(busy, call.method, call.params), busy.http_status)
+            return self._refusal(RpcError("tooBusy", f"database unavailable: {outage}"), call)
         except LedgerError as failed:
             log.error("ledger api: %s failed: %s", call.method, failed)
-            internal = RpcError("internal", str(failed))
-            return _json(error_body(internal, call.method, call.params), internal.http_status)
+            return self._refusal(RpcError("internal", str(failed)), call)
         finally:
             self._pending -= 1
-        return _json(success(result), 200)
+        return success(result)["result"], 200
+
+    @staticmethod
+    def _refusal(refused: RpcError, call: rq.Call) -> tuple[dict[str, Any], int]:
+        return error_body(refused, call.method, call.params)["result"], refused.http_status
 
     async def _start_refresher(self, application: web.Application) -> None:
         del application
@@ -125,10 +151,6 @@ class LedgerApi:
         if self._refresher is not None:
             self._refresher.cancel()
         self._executor.shutdown(wait=True, cancel_futures=True)
-
-
-def _json(body: dict[str, Any], status: int) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
 
 
 class ServerThread:

@@ -238,3 +238,17 @@ def rate_text(mantissa: int, exponent: int) -> str:
     )
     fraction = fraction.rstrip("0")
     return f"{whole}.{fraction}" if fraction else whole
+
+
+def websocket_body(request_id: Any, result: JSON) -> JSON:
+    """A WebSocket answer: ``{id, result, status, type}``, or an error's fields beside ``id``."""
+    if result.get("status") == "error":
+        return {"id": request_id, **result, "type": "response"}
+    body = dict(result)
+    status = body.pop("status", "success")
+    return {"id": request_id, "result": body, "status": status, "type": "response"}
+
+
+def websocket_malformed(message: str) -> JSON:
+    """rippled's answer to a WebSocket message that is not a request."""
+    return {"error": "jsonInvalid", "status": "error", "type": "response", "value": message}

@@ -57,7 +57,7 @@ def test_the_envelope_and_api_versions() -> None:
     assert (call.method, dict(call.params), call.api_version) == ("server_info", {}, 1)
     assert _call("ledger", api_version=2).api_version == 2
     with pytest.raises(RpcError, match="API version"):
-        _call("ledger", api_version=3)
+        rq.parse_params(_call("ledger", api_version=3))
     assert _refused_unknown().token == "unknownCmd"
 
 
@@ -207,3 +207,12 @@ def test_tx_nft_and_book_parameters() -> None:
     assert _refused("book_offers", taker_gets=same).token == "invalidParams"
     bad_issuer = {"currency": "USD", "issuer": "rBad"}
     assert _refused("book_offers", taker_gets=same, taker_pays=bad_issuer).token == "invalidParams"
+
+
+def test_websocket_messages() -> None:
+    request_id, call = rq.parse_websocket_call('{"id": 7, "command": "tx", "transaction": "AB"}')
+    assert request_id == 7
+    assert (call.method, dict(call.params)) == ("tx", {"transaction": "AB"})
+    for bad in ("[1]", "{nope", '{"id": 1}', '{"command": ""}'):
+        with pytest.raises(MalformedRequestError):
+            rq.parse_websocket_call(bad)

@@ -11,6 +11,7 @@ from chainloom.ledger.api.shapes import (
     nft_json,
     quality_text,
     success,
+    websocket_body,
 )
 from chainloom.ledger.types import NFT, LedgerHeader, nft_taxon
 
@@ -96,3 +97,11 @@ def test_offer_quality_from_the_book_directory() -> None:
     quality = (0x5D << 56) | 2_000_000_000_000_000
     assert quality_text(b"\x00" * 24 + quality.to_bytes(8, "big")) == "200000000"
     assert quality_text(b"\x00" * 32) == "0"
+
+
+def test_websocket_answers_carry_the_id() -> None:
+    ok = websocket_body("a", {"ledger_index": 5, "status": "success"})
+    assert ok == {"id": "a", "result": {"ledger_index": 5}, "status": "success", "type": "response"}
+    refused = error_body(RpcError("lgrNotFound"), "ledger", {})["result"]
+    answer = websocket_body(3, refused)
+    assert (answer["id"], answer["error"], answer["type"]) == (3, "lgrNotFound", "response")
