@@ -52,6 +52,7 @@ SERVES_FOREVER = {
     "spy serve",
     "spy serve-public-api",
     "ledger replay",
+    "ledger api",
 }
 """Commands that serve until stopped: swept with bad input only (they fail before serving)."""
 

@@ -406,6 +406,64 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     _emit(options["as_json"], data, [f"{k}: {v}" for k, v in data.items()])
 
 
+# ------------------------------------------------------------------------------- api
+
+
+@ledger.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=51234, show_default=True)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=16,
+    show_default=True,
+    help="Backend calls run at once (a thread pool).",
+)
+@click.option(
+    "--max-pending",
+    type=click.IntRange(1),
+    default=256,
+    show_default=True,
+    help="Requests in flight before answering tooBusy (503).",
+)
+@_backend_options
+@_guard
+def api(host: str, port: int, workers: int, max_pending: int, **options: Any) -> None:
+    """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted."""
+    import asyncio
+    from importlib.metadata import PackageNotFoundError, version
+
+    from chainloom.ledger.api.server import ApiOptions, serve
+
+    try:
+        __version__ = version("chainloom")
+    except PackageNotFoundError:
+        __version__ = "0"
+
+    backend = _open_backend(options, read_only=True)
+    settings = ApiOptions(workers=workers, max_pending=max_pending, version=__version__)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+
+        def ready(bound: int) -> None:
+            click.echo(f"ledger api on http://{host}:{bound}/", err=True)
+
+        await serve(backend, host, port, settings, stop=stop, on_ready=ready)
+
+    try:
+        asyncio.run(main())
+    except OSError as error:
+        from chainloom.ledger.errors import LedgerConfigError
+
+        raise LedgerConfigError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    finally:
+        backend.close()
+
+
 # ------------------------------------------------------------------------------- generate, replay
 
 

@@ -6,11 +6,13 @@ The codec is a sub-package of :mod:`chainloom.ledger`, so its errors hang under 
     chainloom.ledger.errors.LedgerInputError
     └── XrplBinaryError          a blob that is not canonical XRPL binary (names the byte offset)
         └── XrplMissingFieldError     a blob that parses but lacks a field the ETL needs
+    chainloom.ledger.errors.LedgerConfigError
+    └── XrplDefinitionsError     rippled's definitions.json is missing or not in its shape
 """
 
 from __future__ import annotations
 
-from chainloom.ledger.errors import LedgerInputError
+from chainloom.ledger.errors import LedgerConfigError, LedgerInputError
 
 
 class XrplBinaryError(LedgerInputError):
@@ -23,3 +25,8 @@ class XrplBinaryError(LedgerInputError):
 
 class XrplMissingFieldError(XrplBinaryError):
     """A transaction, metadata or ledger object lacks a field that is required here."""
+
+
+class XrplDefinitionsError(LedgerConfigError):
+    """The protocol definitions (xrpl-py's ``definitions.json``) cannot be read, or a name the
+    codec needs is not in them."""

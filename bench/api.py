@@ -1,0 +1,292 @@
+"""Ledger API throughput over HTTP against the same backend calls made directly.
+
+1. The workload generator makes N ledgers after ledger 38129's real state and the ETL loads them
+   into a SQLite file or (``--backend cassandra``) a fresh keyspace of the local stack's
+   Cassandra, dropped at the end (not timed).
+2. ``chainloom ledger api`` serves that file from its own process (as it runs in production).
+3. For each workload, 16 concurrent clients (aiohttp, one connection each) send requests for a
+   fixed time; then 16 threads of this process make the backend calls the method makes
+   (``fetch_ledger_page`` for ``ledger_data``; ``fetch_account_transactions`` for ``account_tx``)
+   on their own backend, for the same time.
+
+   * ``ledger_data``: every client walks the newest ledger's whole state page by page (limit
+     256, JSON and binary separately), starting over at the end;
+   * ``account_tx``: each request asks for the 20 newest transactions of one of the accounts
+     with history (round robin), decoded (JSON) and as blobs (binary).
+
+The binary forms compare the server's own overhead (parsing, threads, HTTP, hex) with the bare
+backend calls; the JSON forms add decoding every object and transaction to JSON in Python,
+which the direct calls do not do at all.
+
+Printed per workload: requests/s and p50/p99 latency over HTTP and direct, and HTTP / direct
+(goal >= 0.5 at 16 clients).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+FIRST = 38129
+
+
+def _stack_cassandra() -> str:
+    hosts = json.loads(os.environ.get("CHAINLOOM_DATABASE__CASSANDRA__HOSTS", '["127.0.0.1"]'))
+    port = os.environ.get("CHAINLOOM_DATABASE__CASSANDRA__PORT", "9042")
+    return f"{hosts[0]}:{port}"
+
+
+def _drop_keyspace(address: str, keyspace: str) -> None:
+    from cassandra.cluster import Cluster
+
+    host, _, port = address.rpartition(":")
+    cluster = Cluster([host], port=int(port), protocol_version=5)
+    try:
+        cluster.connect().execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+    finally:
+        cluster.shutdown()
+
+
+def _percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
+
+
+def _load(config: Any, path: Path, ledgers: int, txs: int, vectors: Path) -> None:
+    from chainloom.ledger.etl import LedgerEtl
+    from chainloom.ledger.service import make_backend
+    from chainloom.ledger.sources.dump import DumpWriter
+    from chainloom.ledger.sources.file import FileLedgerSource
+    from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
+
+    initial = vectors_ledger(vectors, FIRST)
+    generator = WorkloadGenerator(initial, seed=3, txs_per_ledger=txs)
+    dump = path.with_suffix(".jsonl")
+    with DumpWriter(dump) as writer:
+        writer.write(initial, FIRST)
+        for sequence, ledger in generator.ledgers(ledgers):
+            writer.write(ledger, sequence)
+    backend = make_backend(config)
+    source = FileLedgerSource(dump)
+    try:
+        LedgerEtl(backend, source).run()
+    finally:
+        backend.close()
+        source.close()
+
+
+def _start_server(backend_flags: list[str], workers: int) -> tuple[subprocess.Popen[str], int]:
+    command = [sys.executable, "-m", "chainloom", "ledger", "api", *backend_flags]
+    command += ["--port", "0", "--workers", str(workers)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    found = re.search(r":(\d+)/", line)
+    if not found:
+        process.kill()
+        raise SystemExit(f"the API did not start: {line.strip()}")
+    return process, int(found.group(1))
+
+
+async def _http_run(
+    url: str, clients: int, seconds: float, next_body: Callable[[int, dict[str, Any]], bytes]
+) -> list[float]:
+    import aiohttp
+    import orjson
+
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
+
+        async def client(number: int) -> None:
+            state: dict[str, Any] = {}
+            while time.perf_counter() < deadline:
+                body = next_body(number, state)
+                started = time.perf_counter()
+                async with session.post(url, data=body) as reply:
+                    payload = await reply.read()
+                latencies.append(time.perf_counter() - started)
+                result = orjson.loads(payload)["result"]
+                if result.get("status") != "success":
+                    raise SystemExit(f"request failed: {result}")
+                state["last"] = result
+
+        tasks: list[Awaitable[None]] = [client(n) for n in range(clients)]
+        await asyncio.gather(*tasks)
+    return latencies
+
+
+def _direct_run(
+    clients: int, seconds: float, call: Callable[[int, dict[str, Any]], None]
+) -> list[float]:
+    latencies: list[float] = []
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def worker(number: int) -> None:
+        state: dict[str, Any] = {}
+        mine: list[float] = []
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            call(number, state)
+            mine.append(time.perf_counter() - started)
+        with lock:
+            latencies.extend(mine)
+
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        list(pool.map(worker, range(clients)))
+    return latencies
+
+
+def _report(name: str, seconds: float, http: list[float], direct: list[float]) -> None:
+    http_rate, direct_rate = len(http) / seconds, len(direct) / seconds
+    ratio = http_rate / direct_rate if direct_rate else 0.0
+    print(
+        f"{name:22} HTTP {http_rate:8.1f}/s  p50 {_percentile(http, 0.5) * 1000:7.1f} ms  "
+        f"p99 {_percentile(http, 0.99) * 1000:7.1f} ms | direct {direct_rate:8.1f}/s  "
+        f"p50 {_percentile(direct, 0.5) * 1000:7.1f} ms  p99 "
+        f"{_percentile(direct, 0.99) * 1000:7.1f} ms | ratio {ratio:.2f} "
+        f"({'meets' if ratio >= 0.5 else 'below'} the 0.5 goal)"
+    )
+
+
+def main() -> None:
+    """Run the bench and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ledgers", type=int, default=20)
+    parser.add_argument("--txs-per-ledger", type=int, default=60)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--backend", choices=["sqlite", "cassandra"], default="sqlite")
+    parser.add_argument(
+        "--cassandra",
+        default=_stack_cassandra(),
+        help="host:port of Cassandra (default: the local stack's, from `chainloom stack env`)",
+    )
+    parser.add_argument(
+        "--vectors",
+        type=Path,
+        default=Path(os.environ.get("CHAINLOOM_VECTORS", REPO.parent / "shared" / "vectors")),
+    )
+    args = parser.parse_args()
+    vectors = args.vectors / "xrpl_vectors.json" if args.vectors.is_dir() else args.vectors
+
+    import orjson
+
+    from chainloom.ledger.config import DatabaseSettings, SqliteSettings
+    from chainloom.ledger.service import make_backend
+    from chainloom.ledger.xrpl import keylets
+    from chainloom.ledger.xrpl.address import encode_account
+    from chainloom.ledger.xrpl.parse import parse_metadata
+    from chainloom.settings import CassandraSettings
+
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as directory:
+        path = Path(directory) / "ledger.db"
+        keyspace = f"bench_api_{uuid.uuid4().hex[:10]}"
+        if args.backend == "sqlite":
+            config = DatabaseSettings(type="sqlite", sqlite=SqliteSettings(path=str(path)))
+            flags = ["--sqlite-path", str(path)]
+        else:
+            host, _, port = args.cassandra.rpartition(":")
+            cassandra = CassandraSettings(
+                hosts=(host,), port=int(port), keyspace=keyspace, replication_factor=1
+            )
+            config = DatabaseSettings(type="cassandra", cassandra=cassandra)
+            flags = ["--backend", "cassandra", "--cassandra-hosts", args.cassandra]
+            flags += ["--keyspace", keyspace]
+        _load(config, path, args.ledgers, args.txs_per_ledger, vectors)
+        config = config.model_copy(update={"read_only": True})
+        backend = make_backend(config)
+        stored = backend.fetch_ledger_range()
+        assert stored is not None
+        last = stored.max_sequence
+        accounts: set[bytes] = set()
+        for sequence in range(stored.min_sequence + 1, last + 1):
+            for tx in backend.fetch_all_transactions_in_ledger(sequence):
+                accounts |= parse_metadata(tx.metadata).affected_accounts
+        account_list = [
+            account
+            for account in sorted(accounts)
+            if backend.fetch_ledger_object(keylets.account_root(account), last) is not None
+        ]
+        addresses = [encode_account(account) for account in account_list]
+        print(
+            f"{args.ledgers} ledgers x {args.txs_per_ledger} txs on {args.backend}, "
+            f"{len(account_list)} accounts, {args.clients} clients, {args.seconds:.0f}s per run"
+        )
+        process, port = _start_server(flags, args.clients)
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            for binary_form in (False, True):
+                name = f"ledger_data{' binary' if binary_form else ''}"
+
+                def page_body(
+                    number: int, state: dict[str, Any], binary_form: bool = binary_form
+                ) -> bytes:
+                    del number
+                    params: dict[str, Any] = {
+                        "ledger_index": last,
+                        "limit": 256,
+                        "binary": binary_form,
+                    }
+                    previous = state.get("last")
+                    if previous is not None and "marker" in previous:
+                        params["marker"] = previous["marker"]
+                    return orjson.dumps({"method": "ledger_data", "params": [params]})
+
+                def page_direct(number: int, state: dict[str, Any]) -> None:
+                    del number
+                    page = backend.fetch_ledger_page(state.get("cursor"), last, 256)
+                    state["cursor"] = page.cursor
+
+                http = asyncio.run(_http_run(url, args.clients, args.seconds, page_body))
+                direct = _direct_run(args.clients, args.seconds, page_direct)
+                _report(name, args.seconds, http, direct)
+
+            for binary_form in (False, True):
+                name = f"account_tx{' binary' if binary_form else ''}"
+
+                def tx_body(
+                    number: int, state: dict[str, Any], binary_form: bool = binary_form
+                ) -> bytes:
+                    index = state["i"] = state.get("i", number) + args.clients
+                    params = {
+                        "account": addresses[index % len(addresses)],
+                        "limit": 20,
+                        "binary": binary_form,
+                    }
+                    return orjson.dumps({"method": "account_tx", "params": [params]})
+
+                def tx_direct(number: int, state: dict[str, Any]) -> None:
+                    index = state["i"] = state.get("i", number) + args.clients
+                    account = account_list[index % len(account_list)]
+                    backend.fetch_account_transactions(account, 20, False)
+
+                http = asyncio.run(_http_run(url, args.clients, args.seconds, tx_body))
+                direct = _direct_run(args.clients, args.seconds, tx_direct)
+                _report(name, args.seconds, http, direct)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            backend.close()
+            if args.backend == "cassandra":
+                _drop_keyspace(args.cassandra, keyspace)
+
+
+if __name__ == "__main__":
+    main()

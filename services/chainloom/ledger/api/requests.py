@@ -1,0 +1,595 @@
+"""Parsing and validating JSON-RPC requests: pure, so a malformed request never reaches a backend.
+
+A request is ``{"method": name, "params": [{...}]}`` (rippled's JSON-RPC 1.0 envelope; ``params``
+may be absent). :func:`parse_call` checks the envelope (a failure is a plain-text 400, as rippled
+answers), then each method's parser turns the one params object into a frozen dataclass or raises
+:class:`~chainloom.ledger.api.errors.RpcError` (``invalidParams``, ``actMalformed``,
+``lgrIdxMalformed``, ...). Limits are clamped to each method's bounds, as rippled and Clio do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from chainloom.ledger.api.errors import MalformedRequestError, RpcError, invalid_params
+from chainloom.ledger.backend import directory_page_key
+from chainloom.ledger.types import UINT32_MAX, TransactionsCursor
+from chainloom.ledger.xrpl import keylets
+from chainloom.ledger.xrpl.address import decode_account
+from chainloom.ledger.xrpl.errors import XrplBinaryError
+
+MAX_BODY_BYTES = 64 * 1024
+"""Largest request body accepted (413 above it): every read method fits in a few hundred bytes."""
+
+API_VERSIONS = (1, 2)
+"""Supported ``api_version`` values; 1 when absent (rippled's default)."""
+
+LEDGER_DATA_LIMIT = 256
+"""Most objects per ``ledger_data`` page in JSON (rippled's and Clio's bound)."""
+LEDGER_DATA_BINARY_LIMIT = 2048
+"""Most objects per ``ledger_data`` page in binary."""
+ACCOUNT_TX_LIMIT = (200, 1000)
+"""``account_tx``: default and largest ``limit`` (Clio's)."""
+NFT_LIMIT = (50, 100)
+"""``nft_history`` and ``nfts_by_issuer``: default and largest ``limit`` (Clio's)."""
+BOOK_OFFERS_LIMIT = (60, 100)
+"""``book_offers``: default and largest ``limit`` (Clio's)."""
+
+_SHORTCUTS = ("validated", "closed", "current")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One JSON-RPC call: the method and its (single) params object."""
+
+    method: str
+    """The method name."""
+    params: Mapping[str, Any]
+    """The params object (empty when the request had none)."""
+    api_version: int
+    """The API version the answer is shaped for (1 or 2)."""
+    version_error: str | None = None
+    """Why the requested ``api_version`` is refused (answered as ``invalidParams``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerSelector:
+    """Which ledger a request means: by sequence, by hash, or (neither) the newest validated."""
+
+    sequence: int | None = None
+    """An explicit ledger index."""
+    ledger_hash: bytes | None = None
+    """A 32-byte ledger hash."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerParams:
+    """``ledger``."""
+
+    ledger: LedgerSelector
+    """The ledger."""
+    transactions: bool
+    """Include the transactions."""
+    expand: bool
+    """Whole transactions rather than hashes."""
+    binary: bool
+    """Transactions as hex blobs."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerDataParams:
+    """``ledger_data``."""
+
+    ledger: LedgerSelector
+    """The ledger."""
+    marker: bytes | None
+    """Continue after this key."""
+    limit: int
+    """Objects per page."""
+    binary: bool
+    """Objects as hex blobs."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntryParams:
+    """``ledger_entry``: one object by key (given, or derived from a typed form)."""
+
+    ledger: LedgerSelector
+    """The ledger."""
+    key: bytes
+    """The object's 32-byte key."""
+    binary: bool
+    """The object as a hex blob."""
+
+
+@dataclass(frozen=True, slots=True)
+class TxParams:
+    """``tx``."""
+
+    tx_hash: bytes
+    """The transaction hash."""
+    binary: bool
+    """Hex blobs."""
+    min_ledger: int | None
+    """Lower bound of the searched range (for ``searched_all``)."""
+    max_ledger: int | None
+    """Upper bound of the searched range."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryParams:
+    """``account_tx`` and ``nft_history``: a paged history of an account or an NFT."""
+
+    subject: bytes
+    """The 20-byte account or the 32-byte NFT ID."""
+    subject_text: str
+    """The subject as the request gave it (echoed in the answer)."""
+    ledger_min: int | None
+    """Lowest ledger (``None``: the oldest stored)."""
+    ledger_max: int | None
+    """Highest ledger (``None``: the newest stored)."""
+    ledger: LedgerSelector | None
+    """One ledger only (``ledger_index`` / ``ledger_hash``), instead of the bounds."""
+    binary: bool
+    """Hex blobs."""
+    forward: bool
+    """Oldest first."""
+    limit: int
+    """Transactions per page."""
+    marker: TransactionsCursor | None
+    """Continue after this ``{ledger, seq}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class NftInfoParams:
+    """``nft_info``."""
+
+    nft_id: bytes
+    """The 32-byte NFTokenID."""
+    ledger: LedgerSelector
+    """The ledger."""
+
+
+@dataclass(frozen=True, slots=True)
+class NftsByIssuerParams:
+    """``nfts_by_issuer``."""
+
+    issuer: bytes
+    """The issuer's 20-byte AccountID."""
+    issuer_text: str
+    """The issuer as given."""
+    taxon: int | None
+    """Only this taxon."""
+    ledger: LedgerSelector
+    """The ledger."""
+    limit: int
+    """NFTs per page."""
+    marker: bytes | None
+    """Continue after this NFTokenID."""
+
+
+@dataclass(frozen=True, slots=True)
+class BookOffersParams:
+    """``book_offers``."""
+
+    book: bytes
+    """The book's base key."""
+    ledger: LedgerSelector
+    """The ledger."""
+    limit: int
+    """Most offers."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoParams:
+    """``server_info``, ``ledger_range`` and the like."""
+
+
+Params = (
+    LedgerParams
+    | LedgerDataParams
+    | LedgerEntryParams
+    | TxParams
+    | HistoryParams
+    | NftInfoParams
+    | NftsByIssuerParams
+    | BookOffersParams
+    | NoParams
+)
+
+
+# --- the envelope ------------------------------------------------------------------------------
+
+
+def parse_call(body: bytes) -> Call:
+    """The call in an HTTP body; :class:`MalformedRequestError` (400) when it is not JSON-RPC."""
+    if len(body) > MAX_BODY_BYTES:
+        raise MalformedRequestError(f"request body over {MAX_BODY_BYTES} bytes", http_status=413)
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as bad:
+        raise MalformedRequestError(f"Unable to parse request: {bad}") from None
+    if not isinstance(document, dict):
+        raise MalformedRequestError("Unable to parse request: not a JSON object")
+    method = document.get("method")
+    if method is None:
+        raise MalformedRequestError("Null method")
+    if not isinstance(method, str):
+        raise MalformedRequestError("method is not string")
+    if not method:
+        raise MalformedRequestError("method is empty")
+    params_list = document.get("params", [{}])
+    if params_list is None:
+        params_list = [{}]
+    if not isinstance(params_list, list) or len(params_list) > 1:
+        raise MalformedRequestError("params unparseable")
+    params = params_list[0] if params_list else {}
+    if not isinstance(params, dict):
+        raise MalformedRequestError("params unparseable")
+    return _with_version(method, params)
+
+
+def _with_version(method: str, params: dict[str, Any]) -> Call:
+    version = params.get("api_version", 1)
+    if isinstance(version, bool) or version not in API_VERSIONS:
+        # Answered as the method's error: the call is well formed, the version is not served.
+        refusal = f"Invalid API version: {version!r}"
+        return Call(method=method, params=params, api_version=1, version_error=refusal)
+    return Call(method=method, params=params, api_version=int(version))
+
+
+def parse_websocket_call(text: str | bytes) -> tuple[Any, Call]:
+    """The ``id`` and the call of a WebSocket message (``{"id", "command", ...params}``, as
+    rippled's WebSocket API takes it); :class:`MalformedRequestError` when it is not one."""
+    if len(text) > MAX_BODY_BYTES:
+        raise MalformedRequestError(f"message over {MAX_BODY_BYTES} bytes", http_status=413)
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError as bad:
+        raise MalformedRequestError(f"Unable to parse request: {bad}") from None
+    if not isinstance(document, dict):
+        raise MalformedRequestError("Unable to parse request: not a JSON object")
+    method = document.get("command", document.get("method"))
+    if not isinstance(method, str) or not method:
+        raise MalformedRequestError("Missing command entry.")
+    params = {key: value for key, value in document.items() if key not in ("id", "command")}
+    return document.get("id"), _with_version(method, params)
+
+
+# --- field readers -----------------------------------------------------------------------------
+
+
+def _bool(params: Mapping[str, Any], name: str, default: bool = False) -> bool:
+    value = params.get(name, default)
+    if not isinstance(value, bool):
+        raise invalid_params(f"Invalid field '{name}', not bool.")
+    return value
+
+
+def _uint32(value: Any, name: str) -> int:
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT32_MAX:
+        raise invalid_params(f"Invalid field '{name}', not unsigned integer.")
+    return int(value)
+
+
+def _hash(value: Any, name: str) -> bytes:
+    if isinstance(value, str) and len(value) == 64:
+        try:
+            return bytes.fromhex(value)
+        except ValueError:
+            pass
+    raise invalid_params(f"Invalid field '{name}', not a 256-bit hex hash.")
+
+
+def _account(value: Any, name: str, *, error: str = "actMalformed") -> bytes:
+    if not isinstance(value, str):
+        raise RpcError(error, f"Invalid field '{name}', not string.")
+    try:
+        return decode_account(value)
+    except XrplBinaryError:
+        raise RpcError(error) from None
+
+
+def _limit(params: Mapping[str, Any], bounds: tuple[int, int]) -> int:
+    default, largest = bounds
+    if "limit" not in params:
+        return default
+    value = params["limit"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid_params("Invalid field 'limit'.")
+    return min(int(value), largest)
+
+
+def _currency(value: Any, name: str) -> bytes:
+    if not isinstance(value, str):
+        raise invalid_params(f"Invalid field '{name}', not string.")
+    if value == "XRP":
+        return bytes(20)
+    if len(value) == 3 and value.isascii():
+        return bytes(12) + value.encode("ascii") + bytes(5)
+    if len(value) == 40:
+        try:
+            return bytes.fromhex(value)
+        except ValueError:
+            pass
+    raise invalid_params(f"Invalid field '{name}', bad currency.")
+
+
+def parse_ledger_selector(params: Mapping[str, Any]) -> LedgerSelector:
+    """``ledger_hash`` or ``ledger_index`` (a number, a numeric string or a shortcut, which all
+    mean the newest stored ledger: this server holds validated ledgers only)."""
+    if "ledger_hash" in params and params["ledger_hash"] is not None:
+        value = params["ledger_hash"]
+        if not isinstance(value, str) or len(value) != 64:
+            raise invalid_params("ledgerHashMalformed")
+        try:
+            return LedgerSelector(ledger_hash=bytes.fromhex(value))
+        except ValueError:
+            raise invalid_params("ledgerHashMalformed") from None
+    value = params.get("ledger_index")
+    if value is None or value in _SHORTCUTS:
+        return LedgerSelector()
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT32_MAX:
+        raise invalid_params("ledgerIndexMalformed")
+    return LedgerSelector(sequence=value)
+
+
+# --- methods -----------------------------------------------------------------------------------
+
+
+def parse_ledger(params: Mapping[str, Any]) -> LedgerParams:
+    """``ledger``: ``ledger_index``/``ledger_hash``, ``transactions``, ``expand``, ``binary``."""
+    return LedgerParams(
+        ledger=parse_ledger_selector(params),
+        transactions=_bool(params, "transactions"),
+        expand=_bool(params, "expand"),
+        binary=_bool(params, "binary"),
+    )
+
+
+def parse_ledger_data(params: Mapping[str, Any]) -> LedgerDataParams:
+    """``ledger_data``: ``marker`` (a key), ``limit``, ``binary``."""
+    binary = _bool(params, "binary")
+    largest = LEDGER_DATA_BINARY_LIMIT if binary else LEDGER_DATA_LIMIT
+    marker = params.get("marker")
+    return LedgerDataParams(
+        ledger=parse_ledger_selector(params),
+        marker=None if marker is None else _hash(marker, "marker"),
+        limit=_limit(params, (largest, largest)),
+        binary=binary,
+    )
+
+
+def parse_ledger_entry(params: Mapping[str, Any]) -> LedgerEntryParams:  # noqa: PLR0912
+    """``ledger_entry``: ``index`` or one of ``account_root``, ``offer``, ``ripple_state``,
+    ``directory``, ``nft_page``."""
+    key: bytes
+    if "index" in params:
+        key = _hash(params["index"], "index")
+    elif "account_root" in params:
+        key = keylets.account_root(_account(params["account_root"], "account_root"))
+    elif "offer" in params:
+        offer = params["offer"]
+        if isinstance(offer, str):
+            key = _hash(offer, "offer")
+        elif isinstance(offer, dict):
+            owner = _account(offer.get("account"), "offer.account", error="invalidParams")
+            key = keylets.offer(owner, _uint32(offer.get("seq"), "offer.seq"))
+        else:
+            raise invalid_params("Invalid field 'offer'.")
+    elif "ripple_state" in params:
+        state = params["ripple_state"]
+        accounts = state.get("accounts") if isinstance(state, dict) else None
+        if not isinstance(accounts, list) or len(accounts) != 2:
+            raise invalid_params("Invalid field 'ripple_state.accounts', not two accounts.")
+        first, second = (
+            _account(account, "ripple_state.accounts", error="invalidParams")
+            for account in accounts
+        )
+        if first == second:
+            raise invalid_params("Invalid field 'ripple_state.accounts', the same account.")
+        currency = _currency(state.get("currency"), "ripple_state.currency")
+        if not any(currency):
+            raise invalid_params("Invalid field 'ripple_state.currency', XRP has no trust line.")
+        key = keylets.ripple_state(first, second, currency)
+    elif "directory" in params:
+        key = _directory_key(params["directory"])
+    elif "nft_page" in params:
+        key = _hash(params["nft_page"], "nft_page")
+    else:
+        raise invalid_params("No ledger_entry params provided.")
+    return LedgerEntryParams(
+        ledger=parse_ledger_selector(params), key=key, binary=_bool(params, "binary")
+    )
+
+
+def _directory_key(directory: Any) -> bytes:
+    if isinstance(directory, str):
+        return _hash(directory, "directory")
+    if not isinstance(directory, dict):
+        raise invalid_params("Invalid field 'directory'.")
+    sub_index = _uint32(directory.get("sub_index", 0), "directory.sub_index")
+    roots = []
+    if "dir_root" in directory:
+        roots.append(_hash(directory["dir_root"], "directory.dir_root"))
+    if "owner" in directory:
+        owner = _account(directory["owner"], "directory.owner", error="invalidParams")
+        roots.append(keylets.owner_directory(owner))
+    if not roots:
+        raise invalid_params("Invalid field 'directory', needs dir_root or owner.")
+    # rippled refuses both; xrpl-py's model requires both, so both are taken when they agree.
+    if len(roots) == 2 and roots[0] != roots[1]:
+        raise invalid_params("Invalid field 'directory', dir_root is not the owner's directory.")
+    root = roots[0]
+    if sub_index == 0:
+        return root
+    return directory_page_key(root, sub_index)
+
+
+def parse_tx(params: Mapping[str, Any]) -> TxParams:
+    """``tx``: ``transaction`` (the hash), ``binary``, ``min_ledger``/``max_ledger``."""
+    if "transaction" not in params:
+        raise invalid_params("Missing field 'transaction'.")
+    bounds = [
+        None if params.get(name) is None else _uint32(params[name], name)
+        for name in ("min_ledger", "max_ledger")
+    ]
+    if (bounds[0] is None) != (bounds[1] is None):
+        raise invalid_params("Give both min_ledger and max_ledger, or neither.")
+    if bounds[0] is not None and bounds[1] is not None and bounds[0] > bounds[1]:
+        raise RpcError("lgrIdxsInvalid")
+    return TxParams(
+        tx_hash=_hash(params["transaction"], "transaction"),
+        binary=_bool(params, "binary"),
+        min_ledger=bounds[0],
+        max_ledger=bounds[1],
+    )
+
+
+def _history(
+    params: Mapping[str, Any], subject: bytes, subject_text: str, bounds: tuple[int, int]
+) -> HistoryParams:
+    limits: list[int | None] = []
+    for name in ("ledger_index_min", "ledger_index_max"):
+        value = params.get(name, -1)
+        if value == -1 or value is None:
+            limits.append(None)
+        else:
+            limits.append(_uint32(value, name))
+    low, high = limits
+    if low is not None and high is not None and low > high:
+        raise RpcError("lgrIdxsInvalid")
+    ledger = None
+    if params.get("ledger_index") is not None or params.get("ledger_hash") is not None:
+        if low is not None or high is not None:
+            raise invalid_params("Give ledger_index/ledger_hash or ledger_index_min/max.")
+        ledger = parse_ledger_selector(params)
+    marker = params.get("marker")
+    cursor = None
+    if marker is not None:
+        if not isinstance(marker, dict) or set(marker) != {"ledger", "seq"}:
+            raise invalid_params("Invalid field 'marker'.")
+        cursor = TransactionsCursor(
+            _uint32(marker["ledger"], "marker.ledger"), _uint32(marker["seq"], "marker.seq")
+        )
+    return HistoryParams(
+        subject=subject,
+        subject_text=subject_text,
+        ledger_min=low,
+        ledger_max=high,
+        ledger=ledger,
+        binary=_bool(params, "binary"),
+        forward=_bool(params, "forward"),
+        limit=_limit(params, bounds),
+        marker=cursor,
+    )
+
+
+def parse_account_tx(params: Mapping[str, Any]) -> HistoryParams:
+    """``account_tx``: ``account``, bounds or one ledger, ``forward``, ``limit``, ``marker``."""
+    if "account" not in params:
+        raise invalid_params("Missing field 'account'.")
+    account = _account(params["account"], "account")
+    return _history(params, account, params["account"], ACCOUNT_TX_LIMIT)
+
+
+def parse_nft_history(params: Mapping[str, Any]) -> HistoryParams:
+    """``nft_history``: ``nft_id`` and the paging of ``account_tx``."""
+    if "nft_id" not in params:
+        raise invalid_params("Missing field 'nft_id'.")
+    token = _hash(params["nft_id"], "nft_id")
+    return _history(params, token, params["nft_id"], NFT_LIMIT)
+
+
+def parse_nft_info(params: Mapping[str, Any]) -> NftInfoParams:
+    """``nft_info``: ``nft_id`` and a ledger."""
+    if "nft_id" not in params:
+        raise invalid_params("Missing field 'nft_id'.")
+    return NftInfoParams(
+        nft_id=_hash(params["nft_id"], "nft_id"), ledger=parse_ledger_selector(params)
+    )
+
+
+def parse_nfts_by_issuer(params: Mapping[str, Any]) -> NftsByIssuerParams:
+    """``nfts_by_issuer``: ``issuer``, optional ``nft_taxon``, ``limit``, ``marker``."""
+    if "issuer" not in params:
+        raise invalid_params("Missing field 'issuer'.")
+    taxon = params.get("nft_taxon")
+    marker = params.get("marker")
+    return NftsByIssuerParams(
+        issuer=_account(params["issuer"], "issuer"),
+        issuer_text=params["issuer"],
+        taxon=None if taxon is None else _uint32(taxon, "nft_taxon"),
+        ledger=parse_ledger_selector(params),
+        limit=_limit(params, NFT_LIMIT),
+        marker=None if marker is None else _hash(marker, "marker"),
+    )
+
+
+def _issue(value: Any, name: str) -> tuple[bytes, bytes]:
+    if not isinstance(value, dict):
+        raise invalid_params(f"Missing field '{name}'.")
+    currency = _currency(value.get("currency"), f"{name}.currency")
+    if not any(currency):
+        if value.get("issuer") not in (None, "rrrrrrrrrrrrrrrrrrrrrhoLvTp"):
+            raise invalid_params(f"Invalid field '{name}.issuer', XRP has no issuer.")
+        return currency, bytes(20)
+    issuer = _account(value.get("issuer"), f"{name}.issuer", error="invalidParams")
+    return currency, issuer
+
+
+def parse_book_offers(params: Mapping[str, Any]) -> BookOffersParams:
+    """``book_offers``: ``taker_gets``, ``taker_pays``, ``limit`` (``taker`` is accepted and not
+    used: offers are listed as stored, without funding adjustments)."""
+    gets_currency, gets_issuer = _issue(params.get("taker_gets"), "taker_gets")
+    pays_currency, pays_issuer = _issue(params.get("taker_pays"), "taker_pays")
+    if (gets_currency, gets_issuer) == (pays_currency, pays_issuer):
+        raise invalid_params("taker_gets and taker_pays are the same asset.")
+    if "taker" in params:
+        _account(params["taker"], "taker", error="invalidParams")
+    return BookOffersParams(
+        book=keylets.book(pays_currency, pays_issuer, gets_currency, gets_issuer),
+        ledger=parse_ledger_selector(params),
+        limit=_limit(params, BOOK_OFFERS_LIMIT),
+    )
+
+
+def parse_nothing(params: Mapping[str, Any]) -> NoParams:
+    """Methods without parameters (anything given is ignored, as rippled does)."""
+    del params
+    return NoParams()
+
+
+PARSERS: dict[str, Callable[[Mapping[str, Any]], Params]] = {
+    "server_info": parse_nothing,
+    "ledger_range": parse_nothing,
+    "ledger": parse_ledger,
+    "ledger_data": parse_ledger_data,
+    "ledger_entry": parse_ledger_entry,
+    "tx": parse_tx,
+    "account_tx": parse_account_tx,
+    "nft_info": parse_nft_info,
+    "nft_history": parse_nft_history,
+    "nfts_by_issuer": parse_nfts_by_issuer,
+    "book_offers": parse_book_offers,
+}
+"""Every method the server answers, with its parameter parser."""
+
+
+def parse_params(call: Call) -> Params:
+    """The validated parameters of ``call``; ``unknownCmd`` for a method this server lacks,
+    ``invalidParams`` for an ``api_version`` it does not serve."""
+    if call.version_error is not None:
+        raise invalid_params(call.version_error)
+    parser = PARSERS.get(call.method)
+    if parser is None:
+        raise RpcError("unknownCmd")
+    return parser(call.params)

@@ -1,0 +1,72 @@
+"""A malformed request never reaches the backend: the server answers it from parsing alone."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+import orjson
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from chainloom.ledger.api.server import ApiOptions, LedgerApi
+from chainloom.ledger.backend import BackendInterface
+
+ACCOUNT = "rHb9CJAWyB4rj91VRWn96DkukG4bwdtyTh"
+
+
+class UntouchableBackend:
+    """Fails the test on any use: the requests below must be refused before a backend call."""
+
+    def __init__(self) -> None:
+        self.touched: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        self.touched.append(name)
+        raise AssertionError(f"the backend was used: {name}")
+
+
+MALFORMED: list[tuple[bytes, int, str]] = [
+    (b"{not json", 400, "Unable to parse request"),
+    (b'{"params": [{}]}', 400, "Null method"),
+    (b'{"method": "ledger", "params": {"ledger_index": 1}}', 400, "params unparseable"),
+    (b'{"method": "submit", "params": [{}]}', 405, "unknownCmd"),
+    (b'{"method": "ledger", "params": [{"ledger_index": "latest"}]}', 400, "invalidParams"),
+    (b'{"method": "ledger", "params": [{"api_version": 9}]}', 400, "invalidParams"),
+    (b'{"method": "account_tx", "params": [{"account": "rNope"}]}', 200, "actMalformed"),
+    (
+        b'{"method": "account_tx", "params": [{"account": "' + ACCOUNT.encode() + b'", '
+        b'"marker": "x"}]}',
+        400,
+        "invalidParams",
+    ),
+    (b'{"method": "ledger_data", "params": [{"marker": "12"}]}', 400, "invalidParams"),
+    (b'{"method": "ledger_entry", "params": [{}]}', 400, "invalidParams"),
+    (b'{"method": "tx", "params": [{"transaction": "AB"}]}', 400, "invalidParams"),
+    (b'{"method": "x", "pad": "' + b"a" * 70_000 + b'"}', 413, ""),
+]
+
+
+async def _send_all(client: TestClient[web.Request, Any]) -> None:
+    for body, status, expected in MALFORMED:
+        reply = await client.post("/", data=body)
+        text = await reply.text()
+        assert (reply.status, expected in text) == (status, True), (body[:80], text)
+        if reply.content_type == "application/json":
+            result = orjson.loads(text)["result"]
+            assert result["status"] == "error"
+            assert result["error"] == expected
+
+
+def test_malformed_requests_are_answered_without_the_backend() -> None:
+    backend = UntouchableBackend()
+
+    async def run() -> None:
+        api = LedgerApi(cast(BackendInterface, backend), ApiOptions(range_refresh_seconds=3600))
+        async with TestServer(api.app()) as server:
+            client: TestClient[web.Request, Any] = TestClient(server)
+            async with client:
+                await _send_all(client)
+
+    asyncio.run(run())
+    assert backend.touched == []
