@@ -6,7 +6,8 @@ amendment adds transaction types, ledger entry types and fields, and a table tha
 ``Unknown(n)``. So the codec takes them from the copy xrpl-py ships (it tracks rippled's
 releases) and only the *reading* of the bytes stays ours (:mod:`.binary`, :mod:`.json`).
 
-The file is found through :mod:`importlib.resources` (the package's public resources), parsed
+The file is found through the installed distribution's metadata (:mod:`importlib.metadata`),
+which does not import xrpl-py itself (its package imports its whole client, ~0.5 s), parsed
 once on first use, and kept as immutable lookup tables keyed the way the codec needs them: a
 field by its sortable key ``type_code << 16 | nth`` (see :func:`chainloom.ledger.xrpl.fields.key`)
 and by its name, the enumerations by code and by name.
@@ -15,7 +16,7 @@ and by its name, the enumerations by code and by name.
 from __future__ import annotations
 
 import functools
-import importlib.resources
+import importlib.metadata
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,11 +25,11 @@ from typing import Any
 
 from chainloom.ledger.xrpl.errors import XrplDefinitionsError
 
-DEFINITIONS_PACKAGE = "xrpl.core.binarycodec.definitions"
-"""The package (of the ``xrpl-py`` distribution) that holds rippled's ``definitions.json``."""
+DEFINITIONS_DISTRIBUTION = "xrpl-py"
+"""The installed distribution that ships rippled's ``definitions.json``."""
 
-DEFINITIONS_FILE = "definitions.json"
-"""The resource's name inside that package."""
+DEFINITIONS_FILE = "xrpl/core/binarycodec/definitions/definitions.json"
+"""The file's path inside that distribution."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,11 +131,12 @@ def parse_definitions(document: Mapping[str, Any]) -> Definitions:
 def definitions() -> Definitions:
     """The definitions xrpl-py ships, read and parsed on the first call only."""
     try:
-        resource = importlib.resources.files(DEFINITIONS_PACKAGE).joinpath(DEFINITIONS_FILE)
-        text = resource.read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError) as missing:
+        distribution = importlib.metadata.distribution(DEFINITIONS_DISTRIBUTION)
+        path = distribution.locate_file(DEFINITIONS_FILE)
+        text = path.read_text(encoding="utf-8")
+    except (importlib.metadata.PackageNotFoundError, OSError) as missing:
         raise XrplDefinitionsError(
-            f"cannot read {DEFINITIONS_FILE} from {DEFINITIONS_PACKAGE} (is xrpl-py installed?):"
+            f"cannot read {DEFINITIONS_FILE} of {DEFINITIONS_DISTRIBUTION} (is it installed?):"
             f" {missing}"
         ) from None
     return parse_definitions(json.loads(text))
