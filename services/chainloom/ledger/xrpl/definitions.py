@@ -20,6 +20,7 @@ import importlib.metadata
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -133,7 +134,7 @@ def definitions() -> Definitions:
     try:
         distribution = importlib.metadata.distribution(DEFINITIONS_DISTRIBUTION)
         path = distribution.locate_file(DEFINITIONS_FILE)
-        text = path.read_text(encoding="utf-8")
+        text = Path(str(path)).read_text(encoding="utf-8")
     except (importlib.metadata.PackageNotFoundError, OSError) as missing:
         raise XrplDefinitionsError(
             f"cannot read {DEFINITIONS_FILE} of {DEFINITIONS_DISTRIBUTION} (is it installed?):"
