@@ -181,7 +181,7 @@ def _build_into(
     work: Path, base: Path, root: Path, archive: Path, *, inputs: str, progress: Progress
 ) -> None:
     wheels = work / "wheels"
-    progress.step(f"resolving and building wheels for chainloom[{EXTRAS}] with pip (Python 3.11)")
+    progress.step(f"resolving and building wheels for chainloom with the {EXTRAS} extra (pip, Python 3.11)")
     result = run(
         [
             _wheel_python(),

@@ -449,6 +449,10 @@ class Containerd:
         """Unmount what is left, remove the bridge and CNI caches, and release the machine."""
         home = Path(running.extra["home"])
         _unmount_under(home)
+        _remove_cgroups(("kubepods", "k8s.io"))
+        for shim_sockets in (Path("/run/containerd/s"), Path("/run/containerd")):
+            with contextlib.suppress(OSError):
+                shim_sockets.rmdir()
         run(["ip", "link", "delete", running.extra["bridge"]])
         for cached in Path("/var/lib/cni/results").glob(f"{running.extra['network']}-*"):
             cached.unlink(missing_ok=True)
@@ -531,9 +535,9 @@ class Kubelet:
         del running
 
     def after_stop(self, running: Running) -> None:
-        """Remove the host-wide things the kubelet made: chains, cgroups, log links."""
+        """Remove the host-wide things the kubelet made: iptables chains, log links (its pods'
+        cgroups go once containerd has removed the pods)."""
         _remove_kube_chains()
-        _remove_cgroups(("kubepods", "k8s.io"))
         pod_logs = running.extra["pod_logs"]
         containers = Path("/var/log/containers")
         if containers.is_dir():
@@ -771,6 +775,8 @@ def leftovers(run_dir: Path) -> list[str]:
                 for name in ("kubepods", "k8s.io")
                 if (hierarchy / name).is_dir()
             ]
+    if Path("/run/containerd").exists():
+        found.append("directory /run/containerd")
     netns = Path("/var/run/netns")
     if netns.is_dir():
         found += [
