@@ -7,9 +7,11 @@ host (``pip wheel``; pip inside the root filesystem cannot reach the package ind
 offline inside it, packed as an OCI archive and imported into the node's containerd as
 ``chainloom:dev``. Debian's Python is 3.11, so the wheels are resolved by a 3.11 interpreter.
 
-The archive is cached by a hash of its inputs (``pyproject.toml``, ``README.md`` and the source
-trees, plus this recipe's version): an unchanged tree reuses it, ``chainloom stack image``
-rebuilds it after a change and imports it again.
+Three caches, so that a source change costs about a minute: the Debian base (once), the base
+with the dependencies installed (keyed by ``pyproject.toml``), and the archive itself, keyed by
+a hash of its inputs (``pyproject.toml``, ``README.md`` and the source trees, plus this
+recipe's version): an unchanged tree reuses it, ``chainloom stack image`` rebuilds it after a
+change (only the chainloom wheel is built and installed then) and imports it again.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ manylinux wheels (grpcio) link against."""
 EXTRAS = "operator"
 """The project's extras installed in the image (the operator runs from it)."""
 
-RECIPE = "1"
+RECIPE = "2"
 """Bump when the steps below change, so cached images are rebuilt."""
 
 _SOURCE_TREES = ("services", "operator", "spark-apps")
@@ -151,6 +153,16 @@ def _ensure_generated(root: Path) -> None:
             )
 
 
+def dependencies_dir(root: Path) -> Path:
+    """Where the base with the project's dependencies installed is cached: its key is
+    ``pyproject.toml`` (the dependencies) and the base, so a source change reuses it."""
+    key = hashlib.sha256(
+        f"recipe {RECIPE} {EXTRAS} {base_rootfs_dir().name}\n".encode()
+        + (root / "pyproject.toml").read_bytes()
+    ).hexdigest()
+    return cache_dir() / f"chainloom-dependencies-{key[:12]}"
+
+
 def build_image(progress: Progress) -> tuple[Path, str]:
     """Build (or reuse) the image archive of the current source tree; return it and its hash."""
     root = source_root()
@@ -159,7 +171,7 @@ def build_image(progress: Progress) -> tuple[Path, str]:
     archive = image_archive(inputs)
     if archive.exists():
         return archive, inputs
-    base = _build_base(progress)
+    dependencies = _build_dependencies(root, progress)
     archive.parent.mkdir(parents=True, exist_ok=True)
     with locked("chainloom-image"):
         if archive.exists():
@@ -168,7 +180,9 @@ def build_image(progress: Progress) -> tuple[Path, str]:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir()
         try:
-            _build_into(work, base / "rootfs", root, archive, inputs=inputs, progress=progress)
+            _build_into(
+                work, dependencies / "rootfs", root, archive, inputs=inputs, progress=progress
+            )
         finally:
             shutil.rmtree(work, ignore_errors=True)
         for old in archive.parent.glob("chainloom-*.oci.tar"):
@@ -177,58 +191,104 @@ def build_image(progress: Progress) -> tuple[Path, str]:
     return archive, inputs
 
 
-def _build_into(
-    work: Path, base: Path, root: Path, archive: Path, *, inputs: str, progress: Progress
-) -> None:
-    wheels = work / "wheels"
-    progress.step(f"resolving and building wheels for chainloom with the {EXTRAS} extra (pip, Python 3.11)")
+def _pip_wheel(root: Path, into: Path, *more: str) -> None:
     result = run(
-        [
-            _wheel_python(),
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--wheel-dir",
-            str(wheels),
-            f"{root}[{EXTRAS}]",
-        ],
+        [_wheel_python(), "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(into), *more],
+        cwd=root,
         timeout=1800,
     )
     if result.returncode != 0:
         raise InstallError("chainloom-image", "running pip wheel", result.stdout + result.stderr)
-    progress.step("copying the Debian base and installing the wheels offline inside it")
-    rootfs = work / "rootfs"
-    copied = run(["cp", "-a", str(base), str(rootfs)], timeout=600)
-    if copied.returncode != 0:
-        raise InstallError("chainloom-image", "copying the base", copied.stderr)
-    shutil.copytree(wheels, rootfs / "opt" / "chainloom-wheels")
-    installed = run(
-        [
-            "chroot",
-            str(rootfs),
-            "python3",
-            "-m",
-            "pip",
-            "install",
-            "--no-index",
-            "--find-links",
-            "/opt/chainloom-wheels",
-            "--break-system-packages",
-            "--root-user-action=ignore",
-            "--no-cache-dir",
-            "--quiet",
-            f"chainloom[{EXTRAS}]",
-        ],
-        timeout=1800,
-    )
+
+
+def _pip_install_offline(rootfs: Path, wheels: Path, *requirements: str) -> None:
+    """Install ``requirements`` from ``wheels`` with the root filesystem's own pip (chroot)."""
+    inside = rootfs / "opt" / "chainloom-wheels"
+    shutil.copytree(wheels, inside)
+    try:
+        installed = run(
+            [
+                "chroot",
+                str(rootfs),
+                "python3",
+                "-m",
+                "pip",
+                "install",
+                "--no-index",
+                "--find-links",
+                "/opt/chainloom-wheels",
+                "--break-system-packages",
+                "--root-user-action=ignore",
+                "--no-cache-dir",
+                "--quiet",
+                *requirements,
+            ],
+            timeout=1800,
+        )
+    finally:
+        shutil.rmtree(inside, ignore_errors=True)
     if installed.returncode != 0:
         raise InstallError(
             "chainloom-image", "installing the wheels", installed.stdout + installed.stderr
         )
-    shutil.rmtree(rootfs / "opt" / "chainloom-wheels")
-    for documentation in ("usr/share/doc", "usr/share/man", "usr/share/info"):
-        shutil.rmtree(rootfs / documentation, ignore_errors=True)
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    copied = run(["cp", "-a", str(source), str(target)], timeout=600)
+    if copied.returncode != 0:
+        raise InstallError("chainloom-image", f"copying {source}", copied.stderr)
+
+
+def _build_dependencies(root: Path, progress: Progress) -> Path:
+    """The Debian base with every runtime dependency of chainloom installed (not chainloom)."""
+    target = dependencies_dir(root)
+    if is_installed(target):
+        return target
+    base = _build_base(progress)
+
+    def build(tmp: Path) -> None:
+        progress.step(
+            f"resolving and building wheels of the dependencies (the {EXTRAS} extra included) "
+            "with pip for Python 3.11"
+        )
+        _pip_wheel(root, tmp / "wheels", f"{root}[{EXTRAS}]")
+        progress.step("installing them offline into a copy of the Debian base")
+        _copy_tree(base / "rootfs", tmp / "rootfs")
+        _pip_install_offline(tmp / "rootfs", tmp / "wheels", f"chainloom[{EXTRAS}]")
+        removed = run(
+            [
+                "chroot",
+                str(tmp / "rootfs"),
+                "python3",
+                "-m",
+                "pip",
+                "uninstall",
+                "--yes",
+                "--quiet",
+                "--break-system-packages",
+                "chainloom",
+            ]
+        )
+        if removed.returncode != 0:
+            raise InstallError("chainloom-image", "uninstalling chainloom", removed.stderr)
+        for documentation in ("usr/share/doc", "usr/share/man", "usr/share/info"):
+            shutil.rmtree(tmp / "rootfs" / documentation, ignore_errors=True)
+        shutil.rmtree(tmp / "wheels")
+
+    for stale in cache_dir().glob("chainloom-dependencies-*"):
+        if stale != target:
+            shutil.rmtree(stale, ignore_errors=True)
+    return install_once(target, build)
+
+
+def _build_into(
+    work: Path, dependencies: Path, root: Path, archive: Path, *, inputs: str, progress: Progress
+) -> None:
+    progress.step("building the chainloom wheel and installing it into the dependencies' copy")
+    _pip_wheel(root, work / "wheels", "--no-deps", str(root))
+    rootfs = work / "rootfs"
+    _copy_tree(dependencies, rootfs)
+    _pip_install_offline(rootfs, work / "wheels", "--no-deps", "chainloom")
     progress.step(f"packing the image as an OCI archive ({IMAGE})")
     partial = archive.with_name(f".{archive.name}.tmp-{os.getpid()}")
     write_archive(

@@ -382,6 +382,11 @@ class Containerd:
     requires: tuple[str, ...] = ()
 
     def install(self, progress: Progress) -> None:
+        if os.geteuid() != 0:
+            raise StackError(
+                "the node needs root (containerd, network namespaces, iptables, cgroups): "
+                "run chainloom stack up --node as root"
+            )
         for command, package in _DEBIAN_TOOLS:
             ensure_command(command, package, progress)
         ensure_file(CNI_BIN_DIR / "bridge", "containernetworking-plugins", progress)
