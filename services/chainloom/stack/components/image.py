@@ -315,8 +315,13 @@ class ChainloomImage:
     name = "chainloom-image"
     requires: tuple[str, ...] = ("containerd",)
 
+    def __init__(self) -> None:
+        self._built: tuple[Path, str] | None = None
+        """What :meth:`install` built: :meth:`start` imports that, even if the tree has
+        changed since (an edit during the build would otherwise start a second build)."""
+
     def install(self, progress: Progress) -> None:
-        build_image(progress)
+        self._built = build_image(progress)
 
     def start(
         self,
@@ -326,7 +331,8 @@ class ChainloomImage:
         previous: Running | None,
     ) -> Running:
         del run_dir, previous
-        archive, inputs = build_image(progress)
+        archive, inputs = self._built or build_image(progress)
+        self._built = None
         socket = deps["containerd"].extra["socket"]
         progress.step(f"importing {IMAGE} ({archive.stat().st_size >> 20} MiB) into containerd")
         import_image(Path(socket), archive)
