@@ -49,7 +49,7 @@ CASE_TIMEOUT = 45.0
 SERVES_FOREVER = {"relayer listen", "relayer work", "spy serve", "ledger replay"}
 """Commands that serve until stopped: swept with bad input only (they fail before serving)."""
 
-ARGUMENTS_ONLY = {"stack up", "stack down"}
+ARGUMENTS_ONLY = {"stack up", "stack down", "stack image"}
 """Commands that act on the shared local stack: only bad arguments (parsed before they run)."""
 
 OUTPUT_NAMES = ("out", "output")
