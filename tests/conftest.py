@@ -49,6 +49,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = Path(str(item.fspath)).relative_to(REPO_ROOT / "tests").parts
         if parts and parts[0] in ("integration", "cluster"):
             item.add_marker(getattr(pytest.mark, parts[0]))
+        if "node_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.node)
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,6 +229,97 @@ def kube_namespace(kubeconfig: str, monkeypatch: pytest.MonkeyPatch) -> Iterator
     finally:
         core.delete_namespace(name)
         api_client.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The real node
+
+
+class NodeCluster:
+    """A stack with a real node (``stack up --node``): its kubeconfig and run directory."""
+
+    def __init__(self, run_dir: Path, state: dict[str, Running]) -> None:
+        self.run_dir = run_dir
+        self.kubeconfig = state["kube-apiserver"].extra["kubeconfig"]
+        self.kubectl = state["kubectl"].address
+
+    def kubectl_run(self, *args: str, stdin: str | None = None, timeout: float = 120) -> str:
+        """Run kubectl against the node's API server; fail the test on a non-zero exit."""
+        import subprocess
+
+        result = subprocess.run(
+            [self.kubectl, f"--kubeconfig={self.kubeconfig}", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+        return result.stdout
+
+
+def _state_of(run_dir: Path) -> dict[str, Running]:
+    path = run_dir / "state.json"
+    if not path.exists():
+        return {}
+    return {name: Running(**entry) for name, entry in json.loads(path.read_text()).items()}
+
+
+@pytest.fixture(scope="session")
+def node_cluster() -> Iterator[NodeCluster]:
+    """A stack whose pods run real containers on a real node.
+
+    Uses the node of the current run directory when ``chainloom stack up --node`` started it;
+    else, with ``CHAINLOOM_NODE=1`` (``.ci/run`` sets it), starts one in a private run
+    directory (its own control plane: the node's host-wide parts must not meet another
+    stack's) and takes it down afterwards, failing if anything of it is left on the machine.
+    Otherwise the node tests skip.
+    """
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from chainloom.stack._paths import run_dir
+    from chainloom.stack.components.node import leftovers
+
+    state = manager.load_state()
+    if "kubelet" in state and manager.status(["kubelet"])[0].healthy:
+        yield NodeCluster(run_dir(), state)
+        return
+    if os.environ.get("CHAINLOOM_NODE") != "1":
+        pytest.skip("no node is up: run 'chainloom stack up --node' or set CHAINLOOM_NODE=1")
+    if os.geteuid() != 0:
+        pytest.skip("the node needs root (containerd, network namespaces, iptables)")
+    private = Path(tempfile.mkdtemp(prefix="chainloom-node-"))
+    env = {**os.environ, "CHAINLOOM_RUN": str(private)}
+    command = [sys.executable, "-m", "chainloom", "stack"]
+    started = subprocess.run(
+        [*command, "up", "--only", "node"], env=env, capture_output=True, text=True, check=False
+    )
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield NodeCluster(private, _state_of(private))
+    finally:
+        stopped = subprocess.run(
+            [*command, "down"], env=env, capture_output=True, text=True, check=False
+        )
+        left = leftovers(private)
+        shutil.rmtree(private, ignore_errors=True)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert left == [], f"stack down left these behind: {left}"
+
+
+@pytest.fixture
+def node_namespace(node_cluster: NodeCluster) -> Iterator[str]:
+    """A fresh namespace on the node's API server, deleted (with its pods) after the test."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    node_cluster.kubectl_run("create", "namespace", name)
+    try:
+        yield name
+    finally:
+        node_cluster.kubectl_run("delete", "namespace", name, "--wait=false")
 
 
 # --------------------------------------------------------------------------------------------

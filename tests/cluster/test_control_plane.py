@@ -43,16 +43,28 @@ def test_full_tier_runs_deployment_pods_on_the_simulated_node(
     local_stack: StackForTests, kube_namespace: str, kubeconfig: str
 ) -> None:
     local_stack.require("kwok")
-    _kubectl(
-        kubeconfig,
-        "-n",
-        kube_namespace,
-        "create",
-        "deployment",
-        "demo",
-        "--image=registry.invalid/demo:1",
-        "--replicas=2",
-    )
+    # KWOK's nodes are tainted, so that pods land there only when they ask to (a real node,
+    # `stack up --node`, takes the rest).
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "demo"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "demo"}},
+            "template": {
+                "metadata": {"labels": {"app": "demo"}},
+                "spec": {
+                    "nodeSelector": {"type": "kwok"},
+                    "tolerations": [
+                        {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
+                    ],
+                    "containers": [{"name": "demo", "image": "registry.invalid/demo:1"}],
+                },
+            },
+        },
+    }
+    _kubectl(kubeconfig, "-n", kube_namespace, "apply", "-f", "-", stdin=json.dumps(deployment))
     deadline = time.monotonic() + 90
     phases: list[str] = []
     while time.monotonic() < deadline:

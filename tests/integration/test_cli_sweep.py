@@ -56,7 +56,7 @@ SERVES_FOREVER = {
 }
 """Commands that serve until stopped: swept with bad input only (they fail before serving)."""
 
-ARGUMENTS_ONLY = {"stack up", "stack down"}
+ARGUMENTS_ONLY = {"stack up", "stack down", "stack image"}
 """Commands that act on the shared local stack: only bad arguments (parsed before they run)."""
 
 OUTPUT_NAMES = ("out", "output")

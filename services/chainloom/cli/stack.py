@@ -61,6 +61,12 @@ def stack() -> None:
 )
 @click.option("--full", is_flag=True, help="Add kube-controller-manager, kube-scheduler and KWOK.")
 @click.option(
+    "--node",
+    is_flag=True,
+    help="Add a real node (containerd, kubelet, kube-proxy) and the chainloom:dev image built "
+    "from this checkout; pods run real containers. Needs root (docs/stack.md).",
+)
+@click.option(
     "--redis-fsync",
     type=click.Choice(FSYNC_POLICIES),
     envvar=FSYNC_VARIABLE,
@@ -68,7 +74,7 @@ def stack() -> None:
     "about the last second of writes) or always (before every answer). Applies when Redis "
     f"starts; a restart keeps the last policy. Env: {FSYNC_VARIABLE}.",
 )
-def up(only: str | None, full: bool, redis_fsync: str | None) -> None:
+def up(only: str | None, full: bool, node: bool, redis_fsync: str | None) -> None:
     """Install what is missing, start what is not running, and wait until healthy.
 
     A component whose process died is restarted on the port it had (if that port is free), so
@@ -80,7 +86,7 @@ def up(only: str | None, full: bool, redis_fsync: str | None) -> None:
     # A StackError (missing tool, port taken, a component that failed its health check)
     # reaches the CLI's error boundary: one message, exit 2.
     with _ConsoleProgress() as progress:
-        started = manager.up(_names(only), full=full, progress=progress)
+        started = manager.up(_names(only), full=full, node=node, progress=progress)
     _console.print(f"[green]up:[/green] {', '.join(started)}")
 
 
@@ -106,6 +112,18 @@ def status(as_json: bool) -> None:
     # Exit status for scripts: 0 only when something runs and all of it is healthy.
     if not rows or any(not row.healthy for row in rows):
         sys.exit(1)
+
+
+@stack.command()
+def image() -> None:
+    """Rebuild chainloom:dev from this checkout if it changed, and import it into the node.
+
+    The image is cached by a hash of pyproject.toml, README.md and the source trees, so an
+    unchanged tree is only imported again. Pods pick up a new image when they are recreated.
+    """
+    with _ConsoleProgress() as progress:
+        running = manager.refresh("chainloom-image", progress=progress)
+    _console.print(f"[green]image:[/green] {running.address} ({running.version})")
 
 
 @stack.command()

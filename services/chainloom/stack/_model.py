@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,18 @@ class Component(Protocol):
 
     def check(self, running: Running) -> str:
         """Prove the running component works (a real round trip); return its version."""
+
+
+@runtime_checkable
+class CleansUp(Protocol):
+    """A component that leaves things outside its process (containers, mounts, iptables
+    chains): ``stack down`` calls these around stopping its process."""
+
+    def before_stop(self, running: Running) -> None:
+        """Undo what must be undone while the process still runs (remove the pods)."""
+
+    def after_stop(self, running: Running) -> None:
+        """Remove what the stopped process left on the machine (also after a crash)."""
 
 
 class SilentProgress:

@@ -8,7 +8,8 @@ the port that is taken, or the tail of the log of a component that failed its he
     ├── InstallError          a download or build failed (nothing half-installed is left)
     ├── PortConflictError     a requested port is already in use
     ├── StartError            a process exited or never became healthy (with its log tail)
-    └── UnknownComponentError a name given to --only is not a component
+    ├── UnknownComponentError a name given to --only is not a component
+    └── NodeConflictError     another run directory's node is up on this machine
 """
 
 from __future__ import annotations
@@ -69,3 +70,15 @@ class UnknownComponentError(StackError):
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f"unknown stack component {name!r}; choose from: {', '.join(known)}")
         self.name = name
+
+
+class NodeConflictError(StackError):
+    """Another run directory's node is up on this machine (one node per machine)."""
+
+    def __init__(self, owner: str) -> None:
+        super().__init__(
+            f"a node from run directory {owner} is already up on this machine (its network "
+            f"namespaces, iptables chains and cgroups are host-wide); stop it first with: "
+            f"CHAINLOOM_RUN={owner} chainloom stack down --only node"
+        )
+        self.owner = owner

@@ -18,10 +18,11 @@ from pathlib import Path
 
 from chainloom.stack import _process
 from chainloom.stack._install import locked
-from chainloom.stack._model import Component, Progress, Running, SilentProgress
+from chainloom.stack._model import CleansUp, Component, Progress, Running, SilentProgress
 from chainloom.stack._paths import run_dir
 from chainloom.stack.components.bigtable import BigtableEmulator
 from chainloom.stack.components.cassandra import Cassandra
+from chainloom.stack.components.image import ChainloomImage
 from chainloom.stack.components.kubernetes import (
     Etcd,
     Helm,
@@ -31,6 +32,7 @@ from chainloom.stack.components.kubernetes import (
     KubeScheduler,
     Kwok,
 )
+from chainloom.stack.components.node import ApiserverRelay, Containerd, Kubelet, KubeProxy
 from chainloom.stack.components.redis import Redis
 from chainloom.stack.errors import StackError, UnknownComponentError
 
@@ -45,14 +47,27 @@ _COMPONENTS: tuple[Component, ...] = (
     KubeControllerManager(),
     KubeScheduler(),
     Kwok(),
+    Containerd(),
+    Kubelet(),
+    KubeProxy(),
+    ApiserverRelay(),
+    ChainloomImage(),
 )
 BY_NAME: dict[str, Component] = {component.name: component for component in _COMPONENTS}
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "kubernetes": ("kubectl", "helm", "etcd", "kube-apiserver"),
     "full": ("kube-controller-manager", "kube-scheduler", "kwok"),
+    "node": ("containerd", "kubelet", "kube-proxy", "apiserver-relay", "chainloom-image"),
 }
-"""Shorthands for ``--only``: ``kubernetes`` is the API server tier, ``full`` adds the rest."""
+"""Shorthands for ``--only``: ``kubernetes`` is the API server tier, ``full`` adds the
+controllers and KWOK's simulated node, ``node`` a real node running real containers."""
+
+_GROUP_NEEDS: dict[str, tuple[str, ...]] = {
+    "full": ("kubernetes",),
+    "node": ("kubernetes", "kube-controller-manager", "kube-scheduler"),
+}
+"""What starting a group brings up besides its members (pods need the controllers)."""
 
 DEFAULT = ("redis", "bigtable", "cassandra", *GROUPS["kubernetes"])
 
@@ -100,16 +115,14 @@ def _save_state(state: dict[str, Running]) -> None:
     tmp.rename(path)
 
 
-def resolve(names: Iterable[str], *, full: bool = False) -> list[str]:
+def resolve(names: Iterable[str], *, full: bool = False, node: bool = False) -> list[str]:
     """Expand groups and dependencies of ``names`` into start order."""
     wanted: set[str] = set()
 
     def add(name: str) -> None:
         if name in GROUPS:
-            for member in GROUPS[name]:
+            for member in (*GROUPS[name], *_GROUP_NEEDS.get(name, ())):
                 add(member)
-            if name == "full":
-                add("kubernetes")
             return
         if name not in BY_NAME:
             raise UnknownComponentError(name, [*BY_NAME, *GROUPS])
@@ -122,6 +135,8 @@ def resolve(names: Iterable[str], *, full: bool = False) -> list[str]:
         add(name)
     if full:
         add("full")
+    if node:
+        add("node")
     return [component.name for component in _COMPONENTS if component.name in wanted]
 
 
@@ -133,11 +148,12 @@ def up(
     names: Iterable[str] = DEFAULT,
     *,
     full: bool = False,
+    node: bool = False,
     progress: Progress | None = None,
 ) -> dict[str, Running]:
     """Install what is missing and start what is not running; return the wanted components."""
     progress = progress or SilentProgress()
-    order = resolve(names, full=full)
+    order = resolve(names, full=full, node=node)
     for name in order:
         # Installing (which may build for many minutes) holds only that component's own
         # install lock, so another session can use the components that are already running.
@@ -156,6 +172,24 @@ def up(
             _save_state(state)
     state = load_state()
     return {name: state[name] for name in order}
+
+
+def refresh(name: str, progress: Progress | None = None) -> Running:
+    """Install and start ``name`` again even though it is recorded as up (a rebuilt image)."""
+    progress = progress or SilentProgress()
+    component = BY_NAME[name]
+    component.install(progress)
+    with locked("stack-state"):
+        state = load_state()
+        missing = [dep for dep in component.requires if dep not in state]
+        if missing:
+            raise StackError(
+                f"{name} needs {', '.join(missing)} running: chainloom stack up --node"
+            )
+        deps = {dep: state[dep] for dep in component.requires}
+        state[name] = component.start(run_dir(), deps, progress, state.get(name))
+        _save_state(state)
+        return state[name]
 
 
 def status(names: Iterable[str] | None = None) -> list[Health]:
@@ -213,15 +247,22 @@ def down(names: Iterable[str] | None = None) -> list[str]:
         chosen = list(state) if names is None else resolve_running(names, state)
         stopped: list[str] = []
         for name in reversed([c.name for c in _COMPONENTS if c.name in chosen]):
-            running = state.pop(name)
+            running = state[name]
+            component = BY_NAME[name]
+            if isinstance(component, CleansUp):
+                component.before_stop(running)
             if running.pid:
                 _process.stop(running.pid)
                 if _process.alive(running.pid):
                     raise StackError(f"{name} (pid {running.pid}) did not stop")
+            if isinstance(component, CleansUp):
+                component.after_stop(running)
+            del state[name]
+            _save_state(state)
             stopped.append(name)
         _save_state(state)
         if not state:
-            for leftover in ("redis", "cassandra", "etcd", "kwok"):
+            for leftover in ("redis", "cassandra", "etcd", "kwok", "node"):
                 shutil.rmtree(run_dir() / leftover, ignore_errors=True)
         return stopped
 
@@ -232,7 +273,7 @@ def resolve_running(names: Iterable[str], state: dict[str, Running]) -> list[str
     for name in names:
         members = GROUPS.get(name, (name,))
         if name == "kubernetes":
-            members = (*members, *GROUPS["full"])
+            members = (*members, *GROUPS["full"], *GROUPS["node"])
         for member in members:
             if member not in BY_NAME:
                 raise UnknownComponentError(member, [*BY_NAME, *GROUPS])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chainloom.stack import manager
+from chainloom.stack._model import Running
 from chainloom.stack.errors import UnknownComponentError
 
 
@@ -30,3 +31,26 @@ def test_kwok_pulls_in_the_whole_control_plane() -> None:
 def test_unknown_component_names_the_choices() -> None:
     with pytest.raises(UnknownComponentError, match=r"'postgres'.*redis"):
         manager.resolve(["redis", "postgres"])
+
+
+def test_the_node_brings_the_controllers_and_the_api_server() -> None:
+    order = manager.resolve([], node=True)
+    assert order[-5:] == [
+        "containerd",
+        "kubelet",
+        "kube-proxy",
+        "apiserver-relay",
+        "chainloom-image",
+    ]
+    for needed in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+        assert order.index(needed) < order.index("kubelet")
+    assert "kwok" not in order  # KWOK is for the scale test, not for running pods
+
+
+def test_stopping_the_node_group_leaves_the_control_plane() -> None:
+    recorded = {name: Running(name, "", "", 0, "") for name in manager.resolve(["node"], full=True)}
+    chosen = manager.resolve_running(["node"], recorded)
+    assert chosen == ["containerd", "kubelet", "kube-proxy", "apiserver-relay", "chainloom-image"]
+    everything_kubernetes = manager.resolve_running(["kubernetes"], recorded)
+    assert "kubelet" in everything_kubernetes
+    assert "kwok" in everything_kubernetes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 from chainloom.stack._model import Progress
 from chainloom.stack._process import run
@@ -17,6 +18,23 @@ def ensure_command(command: str, package: str, progress: Progress) -> str:
     found = shutil.which(command)
     if found:
         return found
+    _apt_install(command, package, progress)
+    found = shutil.which(command)
+    if not found:
+        raise MissingToolError(command, f"apt-get install -y {package}")
+    return found
+
+
+def ensure_file(path: Path, package: str, progress: Progress) -> Path:
+    """Return ``path``, installing Debian's ``package`` (which ships it) if it is missing."""
+    if not path.exists():
+        _apt_install(str(path), package, progress)
+        if not path.exists():
+            raise MissingToolError(str(path), f"apt-get install -y {package}")
+    return path
+
+
+def _apt_install(command: str, package: str, progress: Progress) -> None:
     hint = f"apt-get install -y {package}"
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         raise MissingToolError(command, hint if os.geteuid() == 0 else f"sudo {hint}")
@@ -32,7 +50,3 @@ def ensure_command(command: str, package: str, progress: Progress) -> str:
     result = run(["apt-get", "install", "-y", "-q", package], env=env, timeout=900)
     if result.returncode != 0:
         raise InstallError(package, f"running {hint}", result.stdout + result.stderr)
-    found = shutil.which(command)
-    if not found:
-        raise MissingToolError(command, hint)
-    return found

@@ -8,7 +8,9 @@ KWOK, helm and the Bigtable emulator are plain ``go install``s.
 
 The base tier is etcd + kube-apiserver (+ kubectl, helm); ``--full`` adds the controller
 manager, the scheduler and KWOK with one simulated node, so Deployments get Pods that become
-Running without any container runtime.
+Running without any container runtime. KWOK manages only nodes labelled ``type=kwok``, which are
+tainted so that only pods asking for them land there: a real node (``--node``,
+:mod:`chainloom.stack.components.node`) runs everything else.
 """
 
 from __future__ import annotations
@@ -30,8 +32,13 @@ from chainloom.stack.components._go import go_binary
 from chainloom.stack.errors import InstallError, MissingToolError, StartError
 
 _K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+_NODE_BINARIES = ("kubelet", "kube-proxy")
 _STAGES = Path(__file__).parent / "kwok_stages"
 NODE_NAME = "kwok-node-0"
+KWOK_NODE_LABEL = "type=kwok"
+"""KWOK manages only nodes with this label: a real node (``stack up --node``) is the kubelet's."""
+KWOK_TAINT = "kwok.x-k8s.io/node=fake:NoSchedule"
+"""The simulated nodes' taint: only pods that tolerate it (and select ``type=kwok``) land there."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,7 +63,6 @@ def _build_kubernetes(progress: Progress) -> Path:
     if is_installed(target):
         return target
     version = versions.KUBERNETES
-    minor = version.split(".")[1]
     staging_version = "v0." + version.removeprefix("v1.")
 
     def build(tmp: Path) -> None:
@@ -80,42 +86,83 @@ def _build_kubernetes(progress: Progress) -> Path:
             if line.startswith("godebug ") and "=" in line:
                 edits.append(f"-godebug={line.removeprefix('godebug ').strip()}")
         _go(["mod", "edit", *edits], tmp, name, "adding the staging replaces")
-        tools = [f"k8s.io/kubernetes/cmd/{binary}@{version}" for binary in _K8S_BINARIES]
         progress.step("downloading the Kubernetes module graph (first run only)")
-        _go(["get", "-tool", *tools], tmp, name, "go get -tool")
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        ldflags = ["-s", "-w"]
-        for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-            ldflags += [
-                f"-X {package}.{key}={value}"
-                for key, value in (
-                    ("gitVersion", version),
-                    ("gitMajor", "1"),
-                    ("gitMinor", minor),
-                    ("gitTreeState", "clean"),
-                    ("buildDate", stamp),
-                )
-            ]
-        progress.step(
-            f"compiling kube-apiserver, kube-controller-manager, kube-scheduler and kubectl "
-            f"{version} (first run only: 10-25 minutes on 2 cores)"
-        )
-        _go(
-            [
-                "build",
-                "-trimpath",
-                "-tags",
-                "selinux,notest",
-                "-ldflags",
-                " ".join(ldflags),
-                "-o",
-                str(tmp / "bin") + "/",
-                *(f"k8s.io/kubernetes/cmd/{b}" for b in _K8S_BINARIES),
-            ],
+        _compile_kubernetes(
             tmp,
+            _K8S_BINARIES,
             name,
-            "compiling",
-            CGO_ENABLED="0",
+            "compiling kube-apiserver, kube-controller-manager, kube-scheduler and kubectl "
+            f"{version} (first run only: 10-25 minutes on 2 cores)",
+            progress,
+        )
+
+    return install_once(target, build)
+
+
+def _compile_kubernetes(
+    module: Path, binaries: Sequence[str], component: str, message: str, progress: Progress
+) -> None:
+    """Add ``binaries`` (``cmd/`` names) as tools of the wrapper module and build them into
+    ``module/bin`` with the flags every Kubernetes binary of the stack is built with."""
+    version = versions.KUBERNETES
+    tools = [f"k8s.io/kubernetes/cmd/{binary}@{version}" for binary in binaries]
+    _go(["get", "-tool", *tools], module, component, "go get -tool")
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    ldflags = ["-s", "-w"]
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        ldflags += [
+            f"-X {package}.{key}={value}"
+            for key, value in (
+                ("gitVersion", version),
+                ("gitMajor", "1"),
+                ("gitMinor", version.split(".")[1]),
+                ("gitTreeState", "clean"),
+                ("buildDate", stamp),
+            )
+        ]
+    progress.step(message)
+    _go(
+        [
+            "build",
+            "-trimpath",
+            "-tags",
+            "selinux,notest",
+            "-ldflags",
+            " ".join(ldflags),
+            "-o",
+            str(module / "bin") + "/",
+            *(f"k8s.io/kubernetes/cmd/{b}" for b in binaries),
+        ],
+        module,
+        component,
+        "compiling",
+        CGO_ENABLED="0",
+    )
+
+
+def node_binaries_dir() -> Path:
+    """Where the kubelet and kube-proxy of the pinned version are cached."""
+    return cache_dir() / f"kubernetes-node-{versions.KUBERNETES}"
+
+
+def build_node_binaries(progress: Progress) -> Path:
+    """The kubelet and kube-proxy, built in a copy of the control plane's wrapper module with the
+    same flags (so most of the build comes from Go's build cache: about 2 minutes more)."""
+    target = node_binaries_dir()
+    if is_installed(target):
+        return target
+    control_plane = _build_kubernetes(progress)
+
+    def build(tmp: Path) -> None:
+        for name in ("go.mod", "go.sum"):
+            shutil.copy2(control_plane / name, tmp / name)
+        _compile_kubernetes(
+            tmp,
+            _NODE_BINARIES,
+            "kubelet",
+            f"compiling kubelet and kube-proxy {versions.KUBERNETES} (first run only: "
+            "2-5 minutes when the control plane's build cache is warm)",
+            progress,
         )
 
     return install_once(target, build)
@@ -518,7 +565,6 @@ class KubeApiserver:
             "--authorization-mode=RBAC",
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",
-            "--disable-admission-plugins=ServiceAccount",
             "--enable-priority-and-fairness=false",
         ]
         log = run_dir / "logs" / "kube-apiserver.log"
@@ -686,7 +732,7 @@ class Kwok:
         argv = [
             str(binary),
             f"--kubeconfig={kubeconfig}",
-            "--manage-all-nodes=true",
+            f"--manage-nodes-with-label-selector={KWOK_NODE_LABEL}",
             *stages,
             "--node-lease-duration-seconds=40",
             "--cidr=10.244.0.0/16",
@@ -727,6 +773,8 @@ metadata:
   annotations: {{node.alpha.kubernetes.io/ttl: "0", kwok.x-k8s.io/node: fake}}
   labels: {{kubernetes.io/hostname: {NODE_NAME}, kubernetes.io/os: linux,
            kubernetes.io/arch: amd64, type: kwok}}
+spec:
+  taints: [{{key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}}]
 """
 
 
@@ -744,5 +792,6 @@ __all__ = [
     "KubeScheduler",
     "Kubectl",
     "Kwok",
+    "build_node_binaries",
     "kubeconfig_path",
 ]
