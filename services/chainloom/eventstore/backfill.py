@@ -20,13 +20,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from chainloom.eventstore import keys
 from chainloom.eventstore.bigtable import BigtableTables, endpoint
 from chainloom.eventstore.errors import StoreUnavailableError
-from chainloom.eventstore.gaps import EmitterRef, GapBook, SequenceRange, SequenceTracker
+from chainloom.eventstore.gaps import GapBook, SequenceRange, SequenceTracker
 from chainloom.eventstore.keys import MAX_SEQUENCE
 from chainloom.eventstore.planner import IndexEntry
 from chainloom.eventstore.queries import EventReader
@@ -121,21 +122,15 @@ class GapStateRows:
                 broken.append(row_key)
         return broken
 
-    def save(
-        self, book: GapBook, emitters: Iterable[EmitterRef], *, timeout: float | None = None
-    ) -> int:
-        """Write the state of ``emitters`` (one MutateRows); returns rows written.
-
-        Raises :class:`~chainloom.eventstore.errors.StoreUnavailableError` when the store does
-        not answer, or when some rows failed.
-        """
+    def save(self, states: Iterable[dict[str, Any]], *, timeout: float | None = None) -> int:
+        """Write emitters' states (:meth:`GapBook.emitter_json`, one MutateRows); returns rows
+        written. Raises :class:`StoreUnavailableError` when the store does not answer, or when
+        some rows failed."""
         stamp = int(time.time() * 1_000_000)
         entries = []
-        for chain, emitter in sorted(set(emitters)):
-            if (chain, emitter) not in book.tracks:
-                continue
-            row_key = keys.gap_state_key(chain, emitter)
-            value = orjson.dumps(book.emitter_json(chain, emitter))
+        for state in states:
+            row_key = keys.gap_state_key(int(state["chain"]), str(state["emitter"]))
+            value = orjson.dumps(state)
             entries.append((row_key, [IndexEntry(row_key, STATE_QUALIFIER, value, stamp)]))
         if not entries:
             return 0
