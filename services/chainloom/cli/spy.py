@@ -292,7 +292,8 @@ async def _sources(options: ServeOptions) -> AsyncIterator[bytes]:
     help="Answer INTERNAL for these (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the final counters as JSON.")
-def serve_public_api(  # noqa: PLR0917 - one parameter per option
+def serve_public_api(
+    *,
     address: str,
     files: tuple[str, ...],
     table: str | None,

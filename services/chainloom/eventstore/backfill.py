@@ -8,6 +8,9 @@ streaming indexer (as it runs). They share:
   :class:`~chainloom.eventstore.gaps.SequenceTracker`, and the missing ranges, capped;
 * :func:`fetch_missing` - each missing sequence asked of the public API through
   :class:`~chainloom.publicrpc.PublicRpcClient` (found / not found / error);
+* :func:`find_gaps` and :func:`fill_gaps` - ``chainloom events gaps`` and ``events
+  backfill``: the saved state when there is one, else the store scanned; what is found
+  written by the event writer, the rest kept with its reason;
 * :class:`GapStateRows` - the streaming :class:`~chainloom.eventstore.gaps.GapBook` kept in the
   index table, one row per emitter under the ``gaps:`` prefix (why there: docs/indexer.md).
 
@@ -19,19 +22,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from chainloom.eventstore import keys
 from chainloom.eventstore.bigtable import BigtableTables, endpoint
-from chainloom.eventstore.errors import StoreUnavailableError
-from chainloom.eventstore.gaps import GapBook, SequenceRange, SequenceTracker
+from chainloom.eventstore.errors import StoreUnavailableError, UnverifiedVAAError
+from chainloom.eventstore.gaps import GapBook, OpenGap, SequenceRange, SequenceTracker
 from chainloom.eventstore.keys import MAX_SEQUENCE
 from chainloom.eventstore.planner import IndexEntry
 from chainloom.eventstore.queries import EventReader
-from chainloom.publicrpc import FetchResult, PublicRpcClient
+from chainloom.eventstore.writer import EventWriter
+from chainloom.publicrpc import FetchResult, FetchStatus, PublicRpcClient
+from chainloom.wormhole.errors import WormholeError
 
 STATE_QUALIFIER = "state"
 """The index-table column of a ``gaps:`` row holding the emitter's JSON state."""
@@ -140,3 +145,97 @@ class GapStateRows:
                 endpoint(self.tables.settings), f"{len(failed)} gap state rows not written"
             )
         return len(entries)
+
+
+def find_gaps(
+    tables: BigtableTables,
+    *,
+    chain: int | None = None,
+    emitter: str | None = None,
+    first: int | None = None,
+    last: int | None = None,
+    max_missing: int = 100_000,
+) -> tuple[str, GapBook | None, list[OpenGap]]:
+    """The open gaps (of one chain or emitter when given) and where they came from.
+
+    ``("state", book, gaps)`` when a streaming filler saved ``gaps:`` rows for them (its
+    attempts and last errors included); else ``("store", None, gaps)`` computed by
+    :func:`scan_emitter` over the emitters in the table (between each one's lowest and highest
+    stored sequence, or ``first..last``).
+    """
+    book = GapBook()
+    GapStateRows(tables).load(book, chain, emitter)
+    if book.tracks:
+        return "state", book, book.open_gaps(chain, emitter)
+    reader = EventReader(tables)
+    if chain is not None and emitter is not None:
+        emitters = [(chain, emitter)]
+    else:
+        emitters = [(c, e) for c, e in reader.emitters(chain) if emitter in (None, e)]
+    gaps = []
+    for c, e in emitters:
+        scan = scan_emitter(reader, c, e, first=first, last=last, max_missing=max_missing)
+        gaps += [OpenGap(c, e, hole, 0.0) for hole in scan.missing]
+    return "store", None, gaps
+
+
+@dataclass(slots=True)
+class FillReport:
+    """What :func:`fill_gaps` did."""
+
+    asked: int = 0
+    """Sequences asked of the public API."""
+    found: int = 0
+    """Returned by an endpoint."""
+    refused: int = 0
+    """Returned but refused by the writer (not a valid signed VAA)."""
+    not_found: int = 0
+    """Every endpoint answered NotFound."""
+    errors: int = 0
+    """Some endpoint never answered."""
+    still_missing: list[FetchResult] = field(default_factory=list)
+    """The results that were not written, with their reasons."""
+
+
+def fill_gaps(
+    writer: EventWriter,
+    client: PublicRpcClient,
+    gaps: Iterable[OpenGap],
+    book: GapBook | None = None,
+    *,
+    at: float | None = None,
+) -> FillReport:
+    """Fetch every sequence of ``gaps`` and write what is found through ``writer`` (flushed).
+
+    With a ``book`` (the saved state) written sequences close their gaps and the others are
+    recorded as failed attempts; the caller saves the book's dirty emitters.
+    """
+    now = time.time() if at is None else at
+    report = FillReport()
+    for gap in gaps:
+        for result in fetch_missing(client, gap.chain, gap.emitter, [gap.range]):
+            report.asked += 1
+            message = (gap.chain, gap.emitter, result.sequence)
+            if result.status is FetchStatus.FOUND and result.vaa is not None:
+                report.found += 1
+                try:
+                    writer.submit(result.vaa)
+                except (WormholeError, UnverifiedVAAError) as error:
+                    report.refused += 1
+                    refused = FetchResult(*message, FetchStatus.ERROR, reason=f"refused: {error}")
+                    report.still_missing.append(refused)
+                    if book is not None:
+                        book.failed(message, "refused", refused.reason, now)
+                    continue
+                if book is not None:
+                    book.see(gap.chain, gap.emitter, result.sequence, now)
+                continue
+            if result.status is FetchStatus.NOT_FOUND:
+                report.not_found += 1
+            else:
+                report.errors += 1
+            report.still_missing.append(result)
+            if book is not None:
+                book.failed(message, result.status.value, result.reason, now)
+    writer.flush()
+    return report
