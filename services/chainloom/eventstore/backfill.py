@@ -131,7 +131,7 @@ class GapStateRows:
         """Write emitters' states (:meth:`GapBook.emitter_json`, one MutateRows); returns rows
         written. Raises :class:`StoreUnavailableError` when the store does not answer, or when
         some rows failed."""
-        stamp = int(time.time() * 1_000_000)
+        stamp = int(time.time() * 1000) * 1000  # Bigtable keeps millisecond granularity
         entries = []
         for state in states:
             row_key = keys.gap_state_key(int(state["chain"]), str(state["emitter"]))

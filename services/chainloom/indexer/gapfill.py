@@ -78,6 +78,7 @@ class GapFiller:
         """None: no endpoint configured; holes are tracked and listed, not fetched."""
         self._wall_clock = wall_clock
         self._save_failing = False
+        self._handed: dict[tuple[int, str, int], float] = {}  # fetched, write not yet seen
 
     def load(self) -> None:
         """Restore the saved state (blocking; raises the store's errors)."""
@@ -109,9 +110,17 @@ class GapFiller:
         if fetcher is None:
             return 0
         settings = self.settings
-        due = self.book.due(
-            self._wall_clock(), settings.grace, settings.retry_after, settings.per_round
-        )
+        now = self._wall_clock()
+        # A VAA handed to the pipeline closes its gap only once its write returns; until then
+        # (at most retry_after seconds) it is not fetched again.
+        self._handed = {m: t for m, t in self._handed.items() if now - t < settings.retry_after}
+        due = [
+            message
+            for message in self.book.due(
+                now, settings.grace, settings.retry_after, settings.per_round + len(self._handed)
+            )
+            if message not in self._handed
+        ][: settings.per_round]
         handed = 0
         for chain, emitter, sequence in due:
             if stop.is_set():
@@ -121,8 +130,10 @@ class GapFiller:
             if result.status is FetchStatus.FOUND and result.vaa is not None:
                 refused = await submit(result.vaa)
                 if refused is None or refused == "duplicate":
-                    self.counters.gaps_filled += 1
-                    handed += 1
+                    self._handed[(chain, emitter, sequence)] = now
+                    if refused is None:
+                        self.counters.gaps_filled += 1
+                        handed += 1
                     continue
                 status, reason = "refused", refused
             else:
