@@ -141,7 +141,8 @@ def test_fifty_sequences_the_spy_dropped_are_fetched_after_the_grace_period(
     assert servicer.counters.found == 50  # only the dropped ones were asked for, once each
     listed = events_gaps(store)
     assert listed["source"] == "state"
-    assert listed["gaps"] == [] and listed["missing"] == 0
+    assert listed["gaps"] == []
+    assert listed["missing"] == 0
 
 
 def labelled(indexer: IndexerProcess, line_start: str) -> float:
@@ -241,4 +242,5 @@ def test_not_found_and_failing_gaps_stay_listed_with_reasons_across_a_restart(
             spy.stop()
     assert stored(store.settings) == set(ids)
     listed = events_gaps(store)
-    assert listed["source"] == "state" and listed["missing"] == 0
+    assert listed["source"] == "state"
+    assert listed["missing"] == 0
