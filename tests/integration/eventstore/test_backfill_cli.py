@@ -112,7 +112,7 @@ def test_backfill_without_an_endpoint_or_with_a_dead_one_says_so_in_one_line(
     settings: BigtableSettings,
 ) -> None:
     guardians = DevGuardians()
-    raws = [raw for raw in generate_vaas(30, 22, guardians, TRANSFERS)]
+    raws = list(generate_vaas(30, 22, guardians, TRANSFERS))
     ids = sorted(message_id_of(raw) for raw in raws)
     with BigtableTables(settings) as tables:
         EventWriter(tables, guardians.sets(0)).put_many(
