@@ -26,10 +26,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.errors import EventStoreError
 from chainloom.eventstore.gaps import GapBook
 from chainloom.indexer.config import GapSettings
@@ -51,6 +50,18 @@ class Fetcher(Protocol):
         ...
 
 
+class GapState(Protocol):
+    """Where the book is kept (:class:`~chainloom.eventstore.backfill.GapStateRows`)."""
+
+    def load(self, book: GapBook) -> list[str]:
+        """Restore the saved emitters into ``book``; the keys that could not be read."""
+        ...
+
+    def save(self, states: Iterable[dict[str, Any]]) -> int:
+        """Write emitters' states (raises the store's errors)."""
+        ...
+
+
 class Submit(Protocol):
     """The pipeline's :meth:`~chainloom.indexer.pipeline.Pipeline.submit`."""
 
@@ -64,7 +75,7 @@ class GapFiller:
         self,
         book: GapBook,
         settings: GapSettings,
-        state: GapStateRows,
+        state: GapState,
         counters: IndexerCounters,
         *,
         fetcher: Fetcher | None = None,
