@@ -6,6 +6,9 @@ the flags ``--project/--instance/--table/--index-table``; ``BIGTABLE_EMULATOR_HO
 the client at the emulator. The store is opened by :mod:`chainloom.eventstore.service`.
 Inputs of ``put`` take the same forms as ``vaa decode``.
 
+``gaps`` and ``backfill`` list and fill missing sequences with the steps the Spark
+gap-backfill job and the indexer share (:mod:`chainloom.eventstore.backfill`).
+
 Exit codes (``docs/eventstore.md``): 0 done; 1 a finding (schema drift, nothing stored for the
 key); 2 bad input or configuration (refused VAAs, bad options, missing table); 4 Bigtable
 unavailable within ``bigtable.operation_timeout`` (one line naming the endpoint and the cause).
@@ -27,6 +30,7 @@ from chainloom.cli._common import ExitCode
 from chainloom.cli._settings import config_option, fail, load_or_exit
 
 if TYPE_CHECKING:
+    from chainloom.eventstore.backfill import FillReport
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.config import EventStoreSettings
     from chainloom.eventstore.errors import StoreUnavailableError
@@ -408,3 +412,190 @@ def counts(
     else:
         for (chain_id, day), count in rows:
             click.echo(f"{day}  chain {chain_id:>5}  {count}")
+
+
+def _emitter_option(emitter: str | None) -> str | None:
+    from chainloom.eventstore.errors import MessageKeyError
+    from chainloom.eventstore.keys import normalize_emitter
+
+    if emitter is None:
+        return None
+    try:
+        return normalize_emitter(emitter)
+    except MessageKeyError as error:
+        fail(f"--emitter {emitter}: {error.reason}")
+
+
+@events.command()
+@click.option("--chain", help="Only this emitter chain (name or id).")
+@click.option("--emitter", help="Only this emitter (hex; with --chain).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.pass_context
+def gaps(ctx: click.Context, chain: str | None, emitter: str | None, as_json: bool) -> None:
+    """List the open gaps (missing sequences) per emitter, with attempts and last error.
+
+    From the state the indexer keeps (index rows under gaps:) when there is one; else
+    computed from the stored sequences (holes between each emitter's lowest and highest).
+    The output says which ("source": "state" or "store"). Exits 0 either way.
+    """
+    from chainloom.eventstore.backfill import find_gaps
+
+    chain_id = _chain(chain) if chain else None
+    if emitter and chain_id is None:
+        fail("--emitter needs --chain")
+    with _store_errors(), _open(ctx) as tables:
+        source, _, found = find_gaps(tables, chain=chain_id, emitter=_emitter_option(emitter))
+    listed = [gap.to_json() for gap in found]
+    if as_json:
+        missing = sum(g["count"] for g in listed)
+        click.echo(json.dumps({"source": source, "missing": missing, "gaps": listed}))
+        return
+    click.echo(f"{len(listed)} open gaps (from the {source})", err=True)
+    for gap in listed:
+        span = str(gap["first"]) if gap["count"] == 1 else f"{gap['first']}-{gap['last']}"
+        line = f"{gap['chain']}/{gap['emitter']}/{span}  ({gap['count']} missing)"
+        if gap["attempts"]:
+            line += f"  attempts {gap['attempts']}, last: {gap['last_error']}"
+        click.echo(line)
+
+
+@events.command()
+@click.option("--chain", help="Only this emitter chain (name or id).")
+@click.option("--emitter", help="Only this emitter (hex; with --chain).")
+@click.option(
+    "--public-api",
+    metavar="ENDPOINT,...",
+    help="Guardian public-API endpoints (host:port or https://host), asked in turn "
+    "(public_rpc.endpoints).",
+)
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per call.")
+@click.option("--rounds", type=click.IntRange(min=1), help="Rounds of asking (public_rpc.rounds).")
+@click.option(
+    "--max-missing",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Sequences looked for per emitter when the gaps are computed from the store.",
+)
+@click.option(
+    "--guardian-set",
+    metavar="mainnet|devnet|dev[:N]|FILE",
+    help="Guardian sets to verify against (guardian_sets.source; dev: the test kit's).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.pass_context
+def backfill(
+    ctx: click.Context,
+    *,
+    chain: str | None,
+    emitter: str | None,
+    public_api: str | None,
+    timeout: float | None,
+    rounds: int | None,
+    max_missing: int,
+    guardian_set: str | None,
+    as_json: bool,
+) -> None:
+    """Fetch the open gaps from the guardian public API and store what is found.
+
+    The gaps are those of `events gaps`; each missing sequence is fetched as the Spark
+    gap-backfill job fetches it (chainloom.eventstore.backfill) and written by the event
+    writer. With the indexer's state, filled gaps are closed in it and the others keep their
+    attempts and last error. What stays missing is listed; it does not fail the command.
+    Exits 4 when the store (or, with gaps to fill, every endpoint) is unreachable.
+    """
+    from chainloom.cli._common import known_emitters, load_guardian_sets
+    from chainloom.eventstore.backfill import GapStateRows, fill_gaps, find_gaps
+    from chainloom.eventstore.writer import EventWriter
+    from chainloom.publicrpc import EndpointConfigError, PublicRpcClient
+    from chainloom.publicrpc.errors import PublicRpcUnavailableError
+    from chainloom.wormhole import SignatureCache
+    from chainloom.wormhole.errors import WormholeError
+
+    chain_id = _chain(chain) if chain else None
+    if emitter and chain_id is None:
+        fail("--emitter needs --chain")
+    dev_kit = guardian_set is not None and (
+        guardian_set == "dev" or guardian_set.startswith("dev:")
+    )
+    settings = _settings(ctx, None if dev_kit else guardian_set)
+    rpc = settings.public_rpc.model_copy(
+        update={
+            key: value
+            for key, value in {
+                "endpoints": tuple(e.strip() for e in (public_api or "").split(",") if e.strip())
+                or None,
+                "timeout": timeout,
+                "rounds": rounds,
+            }.items()
+            if value is not None
+        }
+    )
+    source_name = guardian_set if dev_kit and guardian_set else settings.guardian_sets.source
+    try:
+        sets = load_guardian_sets(source_name)
+    except (WormholeError, ValueError) as error:
+        fail(f"--guardian-set {source_name}: {error}")
+    with _store_errors(), _open(ctx) as tables:
+        source, book, found = find_gaps(
+            tables, chain=chain_id, emitter=_emitter_option(emitter), max_missing=max_missing
+        )
+        missing = sum(gap.range.count for gap in found)
+        if not found:
+            _backfill_report(source, 0, None, as_json)
+            return
+        if not rpc.endpoints:
+            fail("no public API endpoint: give --public-api or set public_rpc.endpoints")
+        try:
+            client = PublicRpcClient(rpc)
+            client.check_reachable()
+        except EndpointConfigError as error:
+            fail(str(error))
+        except PublicRpcUnavailableError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(ExitCode.UNAVAILABLE)
+        writer = EventWriter(
+            tables, sets, emitters=known_emitters(), signature_cache=SignatureCache()
+        )
+        with client:
+            report = fill_gaps(writer, client, found, book)
+        if book is not None:
+            GapStateRows(tables).save(
+                book.emitter_json(c, e) for c, e in sorted(book.dirty) if (c, e) in book.tracks
+            )
+    _backfill_report(source, missing, (report, writer.summary), as_json)
+
+
+def _backfill_report(
+    source: str, missing: int, outcome: tuple[FillReport, PutSummary] | None, as_json: bool
+) -> None:
+    summary: dict[str, object] = {"source": source, "missing": missing}
+    if outcome is not None:
+        report, written = outcome
+        summary |= {
+            "asked": report.asked,
+            "found": report.found,
+            "new": written.new,
+            "updated": written.updated,
+            "unchanged": written.unchanged,
+            "refused": report.refused,
+            "not_found": report.not_found,
+            "errors": report.errors,
+            "still_missing": [
+                {"message_id": r.message_id, "status": r.status.value, "reason": r.reason}
+                for r in report.still_missing
+            ],
+        }
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    if outcome is None:
+        click.echo(f"no open gaps (from the {source})")
+        return
+    click.echo(
+        f"{missing} missing (from the {source}): found {summary['found']}, new {summary['new']}, "
+        f"refused {summary['refused']}, not found {summary['not_found']}, "
+        f"errors {summary['errors']}"
+    )
+    for item in outcome[0].still_missing:
+        click.echo(f"still missing {item.message_id}: {item.status.value}: {item.reason}")

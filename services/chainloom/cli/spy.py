@@ -1,5 +1,5 @@
 """``chainloom spy``: serve the guardian spy's gRPC API from files, stdin or history, or watch one;
-serve a guardian's public API (GetSignedVAA) from files.
+serve a guardian's public API (GetSignedVAA) from files or the event store.
 
 ``serve`` is how tests and the demo feed a listener, and how operators replay VAAs into a
 relayer: it speaks ``spy.v1.SpyRPCService/SubscribeSignedVAA`` exactly, so anything that
@@ -21,6 +21,7 @@ from chainloom.cli._common import check_input_file
 from chainloom.cli._settings import fail
 
 if TYPE_CHECKING:
+    from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.testing.spy_server import SpyHub
 
 
@@ -99,6 +100,12 @@ def spy() -> None:
 @click.option("--bigtable-project", help="Event store project (bigtable.project).")
 @click.option("--bigtable-instance", help="Event store instance (bigtable.instance).")
 @click.option("--bigtable-table", help="Event store table (bigtable.table).")
+@click.option(
+    "--drop",
+    multiple=True,
+    metavar="CHAIN/EMITTER/SEQ[-SEQ]",
+    help="Never send these messages (every copy), as a spy that missed them (repeatable).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the final counters as JSON.")
 def serve(**options: Any) -> None:
     """Serve SubscribeSignedVAA, streaming VAAs from files, stdin or the event store.
@@ -163,6 +170,8 @@ class ServeOptions:
     """Event store instance."""
     bigtable_table: str | None
     """Event store table."""
+    drop: tuple[str, ...]
+    """Message selections never sent."""
     as_json: bool
     """Print the final counters as JSON."""
 
@@ -171,9 +180,10 @@ async def _serve(options: ServeOptions) -> dict[str, Any]:
     import dataclasses
     import signal
 
-    from chainloom.testing.spy_server import SpyHub, SpyServer
+    from chainloom.testing.spy_server import SpyHub, SpyServer, parse_selection
 
-    hub = SpyHub(buffer_size=options.buffer_size, lossless=options.lossless)
+    dropped = set().union(*(parse_selection(text) for text in options.drop))
+    hub = SpyHub(buffer_size=options.buffer_size, lossless=options.lossless, drop=dropped)
     server = SpyServer(hub, options.address, send_timeout=options.send_timeout)
     await server.start()
     click.echo(f"spy: listening on {server.target}", err=True)
@@ -259,10 +269,16 @@ async def _sources(options: ServeOptions) -> AsyncIterator[bytes]:
     "--file",
     "files",
     multiple=True,
-    required=True,
     type=click.Path(dir_okay=False),
     help="A file of signed VAAs, one hex or base64 per line (repeatable).",
 )
+@click.option(
+    "--table",
+    help="Serve the signed VAAs of this events table instead (bigtable.table; the emulator "
+    "when BIGTABLE_EMULATOR_HOST is set).",
+)
+@click.option("--bigtable-project", help="Event store project (bigtable.project).")
+@click.option("--bigtable-instance", help="Event store instance (bigtable.instance).")
 @click.option(
     "--withhold",
     multiple=True,
@@ -277,42 +293,67 @@ async def _sources(options: ServeOptions) -> AsyncIterator[bytes]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the final counters as JSON.")
 def serve_public_api(
+    *,
     address: str,
     files: tuple[str, ...],
+    table: str | None,
+    bigtable_project: str | None,
+    bigtable_instance: str | None,
     withhold: tuple[str, ...],
     fail: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Serve the guardian public API's GetSignedVAA from files of signed VAAs.
+    """Serve the guardian public API's GetSignedVAA from files of signed VAAs or from the
+    event store (--table).
 
     A stand-in for a guardian's ``publicrpc.v1.PublicRPCService`` (plaintext gRPC) for
-    gap backfill in tests and demos: a VAA not in the files is NOT_FOUND. SIGINT and SIGTERM
-    stop it (exit 0, counters printed); a bad file or selection exits 2.
+    gap backfill in tests and demos: a VAA not in the files (or the table) is NOT_FOUND.
+    SIGINT and SIGTERM stop it (exit 0, counters printed); a bad file or selection exits 2,
+    an unreachable event store 4.
     """
     import dataclasses
     import signal
     import threading
 
+    from chainloom.eventstore.queries import EventReader
     from chainloom.testing.publicrpc_server import (
         PublicRpcServer,
         PublicRpcServicer,
+        StoreArchive,
+        VaaArchive,
         load_archive,
-        parse_selection,
     )
+    from chainloom.testing.spy_server import parse_selection
 
+    if bool(files) == bool(table):
+        raise click.UsageError("give --file (one or more) or --table, not both")
     for name in files:
         check_input_file(name, option="--file")
-    archive = load_archive(files)
     withheld = set().union(*(parse_selection(text) for text in withhold))
     failing = set().union(*(parse_selection(text) for text in fail))
+    tables = None
+    if table:
+        tables = _open_events(table, bigtable_project, bigtable_instance)
+        archive: VaaArchive = StoreArchive(EventReader(tables))
+        what = f"the events table {table}"
+    else:
+        archive = files_archive = load_archive(files)
+        what = f"{len(files_archive)} VAAs"
     server = PublicRpcServer(PublicRpcServicer(archive, withhold=withheld, fail=failing), address)
-    server.start()
-    click.echo(f"public-api: {len(archive)} VAAs, listening on {server.target}", err=True)
+    try:
+        server.start()
+    except BaseException:
+        if tables is not None:
+            tables.close()
+        raise
+    click.echo(f"public-api: {what}, listening on {server.target}", err=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     stop.wait()
     server.stop()
+    if tables is not None:
+        tables.close()
     counters = dataclasses.asdict(server.servicer.counters)
     if as_json:
         click.echo(json.dumps(counters))
@@ -388,6 +429,25 @@ async def _first_connection(client: Any, timeout: float | None) -> bool:
         client.stop()
         return False
     return True
+
+
+def _open_events(table: str, project: str | None, instance: str | None) -> BigtableTables:
+    """The event store's tables for serve-public-api, checked with one read (an unreachable
+    store exits 4, a missing table 2)."""
+    from chainloom.eventstore.config import EventStoreSettings
+    from chainloom.eventstore.keys import MessageKey
+    from chainloom.eventstore.service import open_store
+    from chainloom.settings import load_settings
+
+    flags = {"bigtable.table": table, "bigtable.project": project, "bigtable.instance": instance}
+    settings = load_settings(EventStoreSettings, flags=flags)
+    tables = open_store(settings)
+    try:
+        tables.read_event_rows([MessageKey(0, "0" * 64, 0).row_key])
+    except BaseException:
+        tables.close()
+        raise
+    return tables
 
 
 def _stored_vaas(options: ServeOptions, chain: int) -> list[bytes]:

@@ -10,7 +10,12 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from chainloom.settings import BigtableSettings, GuardianSetSettings, ServiceSettings
+from chainloom.settings import (
+    BigtableSettings,
+    GuardianSetSettings,
+    PublicRpcSettings,
+    ServiceSettings,
+)
 
 
 class EventStoreSettings(ServiceSettings):
@@ -24,4 +29,9 @@ class EventStoreSettings(ServiceSettings):
     guardian_sets: GuardianSetSettings = Field(
         default_factory=GuardianSetSettings,
         description="Guardian sets the VAAs are verified against before they are stored.",
+    )
+    public_rpc: PublicRpcSettings = Field(
+        default_factory=PublicRpcSettings,
+        description="Guardian public-API endpoints `chainloom events backfill` fetches missing "
+        "VAAs from (or --public-api).",
     )

@@ -175,3 +175,17 @@ def asset_index_key(token_chain: int, token_address: str) -> str:
 def wrapped_index_key(token_chain: int, token_address: str, target_chain: int) -> str:
     """Index row naming the token a transfer of this origin token yields on a target chain."""
     return f"wrapped:{token_chain:05d}:{token_address}:{target_chain:05d}"
+
+
+GAP_STATE_PREFIX = "gaps:"
+"""Index rows holding a streaming gap filler's state, one per emitter (docs/indexer.md)."""
+
+
+def gap_state_prefix(chain: int) -> str:
+    """The ``gaps:`` rows of one chain."""
+    return f"{GAP_STATE_PREFIX}{chain:05d}:"
+
+
+def gap_state_key(chain: int, emitter: str) -> str:
+    """Index row of one emitter's gap state (emitter: 64 lower-case hex)."""
+    return f"{gap_state_prefix(chain)}{emitter}"

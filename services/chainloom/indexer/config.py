@@ -20,6 +20,8 @@ A file (``--config`` or ``$CHAINLOOM_INDEXER_CONFIG``) is YAML::
     dedupe_window: 100000
     drain_timeout: 20
     probes: {host: 0.0.0.0, port: 4301}
+    public_rpc: {endpoints: ["https://api.wormholescan.io"], timeout: 5}   # missed VAAs
+    gaps: {grace: 30, check_interval: 5, retry_after: 60}
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from chainloom.settings import (
     BackoffSettings,
     BigtableSettings,
     GuardianSetSettings,
+    PublicRpcSettings,
     ServiceSettings,
 )
 from chainloom.settings.parts import Part
@@ -109,6 +112,50 @@ class ProbeSettings(Part):
     port: int = Field(default=4301, ge=0, le=65535, description="TCP port (0 picks a free one).")
 
 
+class GapSettings(Part):
+    """Gap detection: per emitter, the sequences never seen, fetched once overdue."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Track sequences and keep the open gaps in the index table's gaps: rows "
+        "(false: neither; nothing is fetched either).",
+    )
+    grace: float = Field(
+        default=30.0,
+        ge=0,
+        description="Seconds a gap must stay open before it is fetched (VAAs arrive out of "
+        "order by seconds; a gap that closes by itself is never fetched).",
+    )
+    check_interval: float = Field(
+        default=5.0, gt=0, description="Seconds between looks for overdue gaps."
+    )
+    retry_after: float = Field(
+        default=60.0,
+        ge=0,
+        description="Seconds before a sequence that was not found (or whose fetch failed) is "
+        "asked for again; it stays listed meanwhile, with its attempts and last error.",
+    )
+    per_round: int = Field(
+        default=100,
+        ge=1,
+        le=100_000,
+        description="Most sequences fetched per look (one call after another, each bounded by "
+        "public_rpc.timeout and public_rpc.rounds).",
+    )
+    max_gaps: int = Field(
+        default=10_000,
+        ge=1,
+        description="Most open gaps (ranges) kept per emitter; past it the lowest is given up "
+        "and counted (chainloom_indexer_gaps_given_up_total).",
+    )
+    state_interval: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds between saves of the changed emitters' gap state (and once at "
+        "shutdown).",
+    )
+
+
 class IndexerSettings(ServiceSettings):
     """Everything ``chainloom indexer run`` needs."""
 
@@ -170,4 +217,12 @@ class IndexerSettings(ServiceSettings):
     )
     probes: ProbeSettings = Field(
         default_factory=ProbeSettings, description="/healthz, /readyz and /metrics."
+    )
+    gaps: GapSettings = Field(
+        default_factory=GapSettings, description="Gap detection and missed-VAA recovery."
+    )
+    public_rpc: PublicRpcSettings = Field(
+        default_factory=PublicRpcSettings,
+        description="Guardian public-API endpoints overdue gaps are fetched from (none: gaps "
+        "are tracked and listed, not fetched).",
     )

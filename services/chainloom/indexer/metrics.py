@@ -66,6 +66,12 @@ class IndexerCounters:
     """Distinct VAAs whose write returned (acknowledged and removed from the buffer)."""
     write_failures: int = 0
     """Batch writes that failed (the batch stayed buffered and was retried)."""
+    gaps_filled: int = 0
+    """Missing sequences fetched from the public API and handed to the writer."""
+    gaps_not_found: int = 0
+    """Fetches of a missing sequence every endpoint answered NotFound for."""
+    gaps_failed: int = 0
+    """Fetches of a missing sequence that failed (endpoints erring, or a VAA refused)."""
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
     """Seconds from the spy client to the write's return, per written VAA."""
 
@@ -90,6 +96,12 @@ class MetricsSnapshot:
     """Whether the last write or check of the store succeeded."""
     spy: Mapping[str, int]
     """The spy client's counters (connections, disconnects, messages, drops)."""
+    gaps_open: int = 0
+    """Sequences missing over every tracked emitter."""
+    gap_ranges: int = 0
+    """Open gaps (ranges) over every tracked emitter."""
+    gaps_given_up: int = 0
+    """Gaps dropped because an emitter had more than ``gaps.max_gaps``."""
 
 
 def prometheus_text(snapshot: MetricsSnapshot) -> str:
@@ -146,6 +158,29 @@ def prometheus_text(snapshot: MetricsSnapshot) -> str:
             f"chainloom_indexer_spy_{key}_total", "counter", help_text,
             [("", snapshot.spy.get(key, 0))],
         )  # fmt: skip
+    family(
+        "chainloom_indexer_gaps_open", "gauge", "Sequences missing (open gaps) over all emitters.",
+        [("", snapshot.gaps_open)],
+    )  # fmt: skip
+    family(
+        "chainloom_indexer_gap_ranges_open", "gauge", "Open gaps (ranges) over all emitters.",
+        [("", snapshot.gap_ranges)],
+    )  # fmt: skip
+    family(
+        "chainloom_indexer_gaps_filled_total", "counter",
+        "Missing sequences fetched from the public API and handed to the writer.",
+        [("", c.gaps_filled)],
+    )  # fmt: skip
+    family(
+        "chainloom_indexer_gaps_failed_total", "counter",
+        "Fetches of missing sequences that found nothing, by status.",
+        [('{status="not_found"}', c.gaps_not_found), ('{status="error"}', c.gaps_failed)],
+    )  # fmt: skip
+    family(
+        "chainloom_indexer_gaps_given_up_total", "counter",
+        "Gaps dropped because an emitter had more than gaps.max_gaps.",
+        [("", snapshot.gaps_given_up)],
+    )  # fmt: skip
     name = "chainloom_indexer_write_latency_seconds"
     lines.append(f"# HELP {name} Seconds from the spy client to the write's return, per VAA.")
     lines.append(f"# TYPE {name} histogram")

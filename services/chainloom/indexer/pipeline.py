@@ -169,6 +169,8 @@ class Pipeline:
         """The last store failure, while the store is down."""
         self.draining = False
         """Set once a stop was asked: no new VAAs are taken from the stream."""
+        self.gap_gauges: Callable[[], Mapping[str, int]] | None = None
+        """Reads gap detection's gauges for ``/metrics`` (None: no gap detection)."""
         self._clock = clock
         self._wall_clock = wall_clock
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
@@ -204,8 +206,12 @@ class Pipeline:
         ok = self.source.connected and self.store_up and not self.draining
         return ok, details
 
-    def snapshot(self, spy: Mapping[str, int] | None = None) -> MetricsSnapshot:
-        """The counters and gauges for ``/metrics``."""
+    def snapshot(
+        self, spy: Mapping[str, int] | None = None, gaps: Mapping[str, int] | None = None
+    ) -> MetricsSnapshot:
+        """The counters and gauges for ``/metrics`` (``gaps``: open, ranges, given_up; else
+        :attr:`gap_gauges` when set)."""
+        gauges = gaps if gaps is not None else (self.gap_gauges() if self.gap_gauges else {})
         return MetricsSnapshot(
             counters=self.counters,
             rows=dict(self.store.outcomes()),
@@ -215,6 +221,9 @@ class Pipeline:
             spy_connected=self.source.connected,
             store_up=self.store_up,
             spy=dict(spy or {}),
+            gaps_open=gauges.get("open", 0),
+            gap_ranges=gauges.get("ranges", 0),
+            gaps_given_up=gauges.get("given_up", 0),
         )
 
     # --- running ---------------------------------------------------------------------------
@@ -259,26 +268,34 @@ class Pipeline:
         log.info("indexer: drained; %d VAAs written in all", self.counters.written)
 
     async def _take(self) -> None:
-        loop = asyncio.get_running_loop()
         try:
             async for raw in self.source.messages():
                 self.counters.received += 1
-                if not self.recent.add(vaa_digest(raw)):
-                    self.counters.duplicates += 1
-                    continue
-                received = self._clock()
-                try:
-                    item = await loop.run_in_executor(self._verify_pool, self.store.prepare, raw)
-                except (WormholeError, UnverifiedVAAError) as error:
-                    self.counters.refused += 1
-                    log.info("indexer: refused a VAA: %s", error)
-                    continue
-                await self._room.acquire()
-                self._buffer.append(_Pending(item, received))
-                self._arrived.set()
+                await self.submit(raw)
         finally:
             self._taking_done = True
             self._arrived.set()
+
+    async def submit(self, raw: bytes) -> str | None:
+        """Take one VAA the way every spy VAA is taken (dedupe, verify, buffer, then the
+        batched write); gap recovery hands fetched VAAs in here. Returns None once it is
+        buffered, else why not (``duplicate`` or the verification error). Waits for room in
+        the buffer."""
+        if not self.recent.add(vaa_digest(raw)):
+            self.counters.duplicates += 1
+            return "duplicate"
+        received = self._clock()
+        loop = asyncio.get_running_loop()
+        try:
+            item = await loop.run_in_executor(self._verify_pool, self.store.prepare, raw)
+        except (WormholeError, UnverifiedVAAError) as error:
+            self.counters.refused += 1
+            log.info("indexer: refused a VAA: %s", error)
+            return f"refused: {error}"
+        await self._room.acquire()
+        self._buffer.append(_Pending(item, received))
+        self._arrived.set()
+        return None
 
     async def _next_batch(self) -> list[_Pending]:
         """The next batch once a bound is reached; empty when the stream ended and all is

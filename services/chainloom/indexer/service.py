@@ -16,14 +16,19 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.config import EventStoreSettings
+from chainloom.eventstore.gaps import GapBook
 from chainloom.eventstore.service import open_store
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.indexer.config import IndexerSettings
 from chainloom.indexer.errors import IndexerConfigError
+from chainloom.indexer.gapfill import GapFiller
+from chainloom.indexer.metrics import IndexerCounters
 from chainloom.indexer.pipeline import Pipeline, PipelineBounds, SequenceObserver
 from chainloom.indexer.probes import ProbeServer
 from chainloom.indexer.store import EventWriterStore
+from chainloom.publicrpc import EndpointConfigError, PublicRpcClient
 from chainloom.relayer.errors import SpyError
 from chainloom.relayer.spy_client import Backoff, SpyClient
 from chainloom.relayer.spy_protocol import EmitterKey
@@ -130,8 +135,23 @@ async def serve(
 ) -> Pipeline:
     """Run the indexer until ``stop`` is set, then drain; returns the pipeline (its counters)."""
     store = await asyncio.to_thread(open_writer, settings)
+    filler: GapFiller | None = None
+    try:
+        if settings.gaps.enabled:
+            filler = gap_filler(settings, store)
+            await asyncio.to_thread(filler.load)
+    except BaseException:
+        store.writer.tables.close()
+        raise
     spy = spy_client(settings)
-    pipeline = Pipeline(spy, store, bounds(settings), observers=observers)
+    watchers = [*observers, filler.book] if filler is not None else list(observers)
+    pipeline = Pipeline(spy, store, bounds(settings), observers=watchers)
+    filling: asyncio.Task[None] | None = None
+    filler_stop = asyncio.Event()
+    if filler is not None:
+        filler.counters = pipeline.counters  # one set of counters on /metrics
+        pipeline.gap_gauges = lambda: _gap_gauges(filler.book)
+        filling = asyncio.create_task(filler.run(pipeline.submit, filler_stop))
     probes: ProbeServer | None = None
     try:
         if settings.probes.enabled:
@@ -147,12 +167,62 @@ async def serve(
         log.info("indexer: subscribing to spy %s", settings.spy.address)
         if on_started is not None:
             on_started(Started(settings.spy.address, probes.port if probes else None))
-        await pipeline.run(stop)
+        await _run_until_stopped(pipeline, stop, filler_stop)
+        if filler is not None:
+            await filler.save()  # after the drain: every write acknowledged is in the state
     finally:
+        filler_stop.set()
+        if filling is not None:
+            filling.cancel()
+            await asyncio.gather(filling, return_exceptions=True)
+        if filler is not None:
+            filler.close()
         if probes is not None:
             await probes.stop()
         store.writer.tables.close()
     return pipeline
+
+
+async def _run_until_stopped(
+    pipeline: Pipeline, stop: asyncio.Event, filler_stop: asyncio.Event
+) -> None:
+    """Run the pipeline; once ``stop`` is set, stop fetching gaps before the drain ends."""
+
+    async def relay() -> None:
+        await stop.wait()
+        filler_stop.set()
+
+    relaying = asyncio.create_task(relay())
+    try:
+        await pipeline.run(stop)
+    finally:
+        relaying.cancel()
+        await asyncio.gather(relaying, return_exceptions=True)
+
+
+def gap_filler(settings: IndexerSettings, store: EventWriterStore) -> GapFiller:
+    """Gap detection on the writer's tables; fetching only when endpoints are configured."""
+    fetcher = None
+    if settings.public_rpc.endpoints:
+        try:
+            fetcher = PublicRpcClient(settings.public_rpc)
+        except EndpointConfigError as error:
+            raise IndexerConfigError(f"public_rpc.endpoints: {error}") from None
+    return GapFiller(
+        GapBook(settings.gaps.max_gaps),
+        settings.gaps,
+        GapStateRows(store.writer.tables),
+        IndexerCounters(),
+        fetcher=fetcher,
+    )
+
+
+def _gap_gauges(book: GapBook) -> dict[str, int]:
+    return {
+        "open": book.missing(),
+        "ranges": sum(t.hole_count for t in book.tracks.values()),
+        "given_up": book.given_up,
+    }
 
 
 def run_indexer(

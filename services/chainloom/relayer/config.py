@@ -22,6 +22,8 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
       - {chain: ethereum, address: "*", min_fee: 1000}   # any asset native to Ethereum
       - {chain: "*", address: "*", min_fee: 5000}        # anything else (devnets, load tests)
     worker: {max_retries: 10, backoff: {initial: 1.0, maximum: 3600.0}, lease_ttl: 15.0}
+    public_rpc: {endpoints: ["https://api.wormholescan.io"]}   # missed-VAA recovery (optional)
+    recovery: {grace: 30, check_interval: 5, retry_after: 60}
 
 The environment sets the same fields: ``CHAINLOOM_REDIS__URL``, ``CHAINLOOM_REST__PORT``,
 ``CHAINLOOM_TARGET_CHAINS='[2, 4]'`` (lists and sections are JSON, never code).
@@ -38,6 +40,7 @@ from chainloom.relayer.validation import ValidationPolicy
 from chainloom.settings import (
     BackoffSettings,
     GuardianSetSettings,
+    PublicRpcSettings,
     RedisSettings,
     ServiceSettings,
 )
@@ -193,6 +196,31 @@ class RelayerWorkerSettings(Part):
     )
 
 
+class RecoverySettings(Part):
+    """Missed-VAA recovery of the listener (on only when public_rpc.endpoints are set)."""
+
+    grace: float = Field(
+        default=30.0,
+        ge=0,
+        description="Seconds a gap in a relayed emitter's sequences must stay open before it "
+        "is fetched.",
+    )
+    check_interval: float = Field(
+        default=5.0, gt=0, description="Seconds between looks for overdue gaps."
+    )
+    retry_after: float = Field(
+        default=60.0,
+        ge=0,
+        description="Seconds before a sequence not found (or whose fetch failed) is asked again.",
+    )
+    per_round: int = Field(
+        default=100, ge=1, le=100_000, description="Most sequences fetched per look."
+    )
+    max_gaps: int = Field(
+        default=10_000, ge=1, description="Most open gaps (ranges) kept per emitter."
+    )
+
+
 class RelayerSettings(ServiceSettings):
     """Everything ``chainloom relayer listen`` and ``relayer work`` need."""
 
@@ -244,6 +272,15 @@ class RelayerSettings(ServiceSettings):
     )
     worker: RelayerWorkerSettings = Field(
         default_factory=RelayerWorkerSettings, description="The workers (`relayer work`)."
+    )
+    public_rpc: PublicRpcSettings = Field(
+        default_factory=PublicRpcSettings,
+        description="Guardian public-API endpoints missed VAAs are fetched from (none: no "
+        "missed-VAA recovery).",
+    )
+    recovery: RecoverySettings = Field(
+        default_factory=RecoverySettings,
+        description="Missed-VAA recovery of the listener (needs public_rpc.endpoints and a spy).",
     )
 
     def emitter_keys(self) -> tuple[tuple[int, bytes], ...]:

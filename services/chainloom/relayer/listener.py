@@ -31,6 +31,7 @@ from chainloom.relayer.rest import RestApi
 
 if TYPE_CHECKING:
     from chainloom.relayer.config import RestSettings
+    from chainloom.relayer.recovery import MissedVaaRecovery
     from chainloom.relayer.spy_client import SpyClient
 
 log = logging.getLogger(__name__)
@@ -77,23 +78,31 @@ class Listener:
         rest: RestSettings | None = None,
         threads: int = 8,
         spy_workers: int = 4,
+        recovery: MissedVaaRecovery | None = None,
     ) -> None:
         self.intake = intake
         self.spy = spy
+        self.recovery = recovery
+        """Missed-VAA recovery (None: off; it needs public_rpc.endpoints)."""
         self.rest = rest
         self.spy_workers = spy_workers
         self.port = 0
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="intake")
         self._server: HttpServer | None = None
         self._spy_task: asyncio.Task[None] | None = None
+        self._recovery_task: asyncio.Task[None] | None = None
+        self._recovery_stop = asyncio.Event()
         self._started = False
 
     async def submit(self, data: bytes, *, source: str) -> IntakeResult:
-        """Decide one VAA off the event loop."""
+        """Decide one VAA off the event loop (and tell recovery its sequence was seen)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
+        result = await loop.run_in_executor(
             self._executor, lambda: self.intake.submit(data, source=source)
         )
+        if self.recovery is not None and result.outcome is not Outcome.UNAVAILABLE:
+            self.recovery.seen(result.message_id)
+        return result
 
     def ready(self) -> tuple[bool, dict[str, Any]]:
         """Whether the listener can queue (Redis answers), with details (blocking)."""
@@ -130,6 +139,8 @@ class Listener:
                 "consumer_errors": counters.consumer_errors,
                 "last_error": counters.last_error,
             }
+        if self.recovery is not None:
+            stats["recovery"] = self.recovery.stats()
         return stats
 
     async def start(self) -> None:
@@ -143,6 +154,13 @@ class Listener:
             log.info("listener: REST on %s:%d", self.rest.host, self.port)
         if self.spy is not None:
             self._spy_task = asyncio.create_task(self._consume_spy(self.spy))
+        if self.recovery is not None:
+            self._recovery_task = asyncio.create_task(
+                self.recovery.run(self._submit_recovered, self._recovery_stop)
+            )
+
+    async def _submit_recovered(self, vaa: bytes) -> IntakeResult:
+        return await self.submit(vaa, source="recovery")
 
     def _warn_if_volatile(self) -> None:
         client = self.intake.tables.client
@@ -189,6 +207,11 @@ class Listener:
         """Stop the spy subscription and the REST server; wait for in-flight requests."""
         if self.spy is not None:
             self.spy.stop()
+        self._recovery_stop.set()
+        if self._recovery_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._recovery_task, 10)
+            self._recovery_task = None
         if self._spy_task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._spy_task, 5)

@@ -260,4 +260,16 @@ def prometheus_text(stats: dict[str, Any]) -> str:
             ("consumer_errors", "Spy VAAs on which the intake failed unexpectedly."),
         ):
             family(f"chainloom_spy_{key}_total", "counter", help_text, [("", spy[key])])
+    recovery = stats.get("recovery")
+    if recovery is not None:
+        family(
+            "chainloom_listener_recovery_total", "counter",
+            "Missed VAAs: fetches by result (fetched, not_found, errors) and what the intake "
+            "made of the fetched (queued, known, rejected).",
+            [(f'{{result="{k}"}}', recovery[k])
+             for k in ("fetched", "queued", "known", "rejected", "not_found", "errors")],
+        )  # fmt: skip
+        family("chainloom_listener_recovery_missing", "gauge",
+               "Sequences of relayed emitters never seen (open gaps).",
+               [("", recovery["missing"])])  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -18,12 +18,14 @@ from collections.abc import Callable
 
 import redis
 
+from chainloom.publicrpc import EndpointConfigError, PublicRpcClient
 from chainloom.relayer.adapters import ChainAdapter
 from chainloom.relayer.config import RelayerSettings
 from chainloom.relayer.errors import ConfigError
 from chainloom.relayer.intake import Intake
 from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import RetryPolicy
+from chainloom.relayer.recovery import MissedVaaRecovery
 from chainloom.relayer.spy_client import SpyClient
 from chainloom.relayer.spy_protocol import EmitterKey
 from chainloom.relayer.tables import RelayTables
@@ -135,7 +137,16 @@ def build_listener(
             overflow=settings.spy_overflow,
         )
     rest = settings.rest if settings.rest.enabled else None
-    return Listener(intake, spy=spy, rest=rest, threads=settings.intake_threads)
+    recovery = None
+    if spy is not None and settings.public_rpc.endpoints:
+        try:
+            rpc_client = PublicRpcClient(settings.public_rpc)
+        except EndpointConfigError as error:
+            raise ConfigError(f"public_rpc.endpoints: {error}") from None
+        recovery = MissedVaaRecovery(
+            frozenset(settings.emitter_keys()), settings.recovery, rpc_client
+        )
+    return Listener(intake, spy=spy, rest=rest, threads=settings.intake_threads, recovery=recovery)
 
 
 def run_listener(

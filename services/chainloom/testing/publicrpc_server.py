@@ -1,4 +1,5 @@
-"""A gRPC server speaking the guardian public API's ``GetSignedVAA``, from files of VAAs.
+"""A gRPC server speaking the guardian public API's ``GetSignedVAA``, from files of VAAs or
+from the event store.
 
 Why it exists: gap backfill (``chainloom spark run gap-backfill``, the indexer's missed-VAA
 recovery) fetches from ``publicrpc.v1.PublicRPCService/GetSignedVAA``, and tests and demos need
@@ -12,6 +13,10 @@ an endpoint they control. It answers as a guardian does where a client can obser
 For tests it can also *withhold* messages it has (answered NOT_FOUND, as a guardian that never
 saw them) and *fail* others (answered ``INTERNAL "internal server error"``, as a guardian whose
 store errs), and it counts what it answered. Served by ``chainloom spy serve-public-api``.
+
+The archive is anything with ``get(id) -> bytes | None`` (:class:`VaaArchive`): a dict of the
+files' VAAs, or :class:`StoreArchive`, which reads each request's ``QuorumState:SignedVAA``
+cell from the events table, so a store can stand in for a guardian.
 """
 
 from __future__ import annotations
@@ -20,18 +25,19 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
+from chainloom.eventstore import schema
+from chainloom.eventstore.errors import EventStoreError
+from chainloom.eventstore.keys import MessageKey
+from chainloom.eventstore.queries import EventReader
 from chainloom.relayer.errors import SpyError
 from chainloom.rpc.generated.publicrpc.v1 import publicrpc_pb2, publicrpc_pb2_grpc
-from chainloom.testing.spy_server import read_vaa_lines
+from chainloom.testing.spy_server import MessageId, read_vaa_lines
 from chainloom.wormhole import parse_vaa
 from chainloom.wormhole.errors import WormholeError
-
-MessageId = tuple[int, str, int]
-"""(emitter chain, emitter address as 64 lower-case hex, sequence)."""
 
 NOT_FOUND_DETAIL = "requested VAA not found in store"
 """The guardian's detail text for a VAA it does not hold."""
@@ -66,21 +72,33 @@ def load_archive(paths: Iterable[str]) -> dict[MessageId, bytes]:
     return archive
 
 
-def parse_selection(text: str) -> set[MessageId]:
-    """``CHAIN/EMITTER/SEQ`` or ``CHAIN/EMITTER/FIRST-LAST`` as the ids it names."""
-    parts = text.strip().split("/")
-    if len(parts) != 3 or not parts[0].isdigit():
-        raise SpyError(f"{text!r} is not CHAIN/EMITTER/SEQ[-SEQ]")
-    emitter = parts[1].lower().removeprefix("0x")
-    first, _, last = parts[2].partition("-")
-    if not first.isdigit() or (last and not last.isdigit()) or len(emitter) > 64:
-        raise SpyError(f"{text!r} is not CHAIN/EMITTER/SEQ[-SEQ]")
-    try:
-        bytes.fromhex(emitter.rjust(64, "0"))
-    except ValueError:
-        raise SpyError(f"{text!r}: the emitter is not hex") from None
-    chain, padded = int(parts[0]), emitter.rjust(64, "0")
-    return {(chain, padded, s) for s in range(int(first), int(last or first) + 1)}
+class VaaArchive(Protocol):
+    """Where the server looks a message up."""
+
+    def get(self, key: MessageId, /) -> bytes | None:
+        """The signed VAA of ``key``, or None when not held."""
+        ...
+
+
+class StoreArchive:
+    """The signed VAAs of the event store, one row read per request (thread-safe reads)."""
+
+    def __init__(self, reader: EventReader) -> None:
+        self.reader = reader
+
+    def get(self, key: MessageId, /) -> bytes | None:
+        chain, emitter, sequence = key
+        try:
+            stored = self.reader.get(
+                MessageKey(chain, emitter, sequence), families=[schema.QUORUM_STATE]
+            )
+        except EventStoreError as error:
+            raise ArchiveUnavailableError(str(error)) from None
+        return None if stored is None else stored.signed_vaa
+
+
+class ArchiveUnavailableError(Exception):
+    """The store behind a :class:`StoreArchive` did not answer (the call is UNAVAILABLE)."""
 
 
 @dataclass(slots=True)
@@ -104,7 +122,7 @@ class PublicRpcServicer(publicrpc_pb2_grpc.PublicRPCServiceServicer):
 
     def __init__(
         self,
-        archive: dict[MessageId, bytes],
+        archive: VaaArchive,
         *,
         withhold: Iterable[MessageId] = (),
         fail: Iterable[MessageId] = (),
@@ -128,21 +146,27 @@ class PublicRpcServicer(publicrpc_pb2_grpc.PublicRPCServiceServicer):
         key = (int(message.emitter_chain), emitter.rjust(64, "0"), int(message.sequence))
         with self._lock:
             self.counters.calls += 1
-            if not valid:
-                self.counters.invalid += 1
-            elif key in self.fail:
-                self.counters.failed += 1
-            elif key in self.withhold or key not in self.archive:
-                self.counters.not_found += 1
-            else:
-                self.counters.found += 1
         if not valid:
+            self._count("invalid")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid emitter address encoding")
         if key in self.fail:
+            self._count("failed")
             context.abort(grpc.StatusCode.INTERNAL, FAILURE_DETAIL)
-        if key in self.withhold or key not in self.archive:
-            context.abort(grpc.StatusCode.NOT_FOUND, NOT_FOUND_DETAIL)
-        return publicrpc_pb2.GetSignedVAAResponse(vaa_bytes=self.archive[key])
+        try:
+            raw = None if key in self.withhold else self.archive.get(key)
+        except ArchiveUnavailableError as error:
+            self._count("failed")
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
+        if raw is not None:
+            self._count("found")
+            return publicrpc_pb2.GetSignedVAAResponse(vaa_bytes=raw)
+        self._count("not_found")
+        context.abort(grpc.StatusCode.NOT_FOUND, NOT_FOUND_DETAIL)
+        raise AssertionError("context.abort returned")  # it raises
+
+    def _count(self, outcome: str) -> None:
+        with self._lock:
+            setattr(self.counters, outcome, getattr(self.counters, outcome) + 1)
 
 
 class PublicRpcServer:

@@ -69,6 +69,27 @@ def decode_vaa_line(line: str, *, source: str, number: int) -> bytes | None:
         raise SpyError(f"{source} line {number}: {error}") from None
 
 
+MessageId = tuple[int, str, int]
+"""(emitter chain, emitter address as 64 lower-case hex, sequence)."""
+
+
+def parse_selection(text: str) -> set[MessageId]:
+    """``CHAIN/EMITTER/SEQ`` or ``CHAIN/EMITTER/FIRST-LAST`` as the ids it names."""
+    parts = text.strip().split("/")
+    if len(parts) != 3 or not parts[0].isdigit():
+        raise SpyError(f"{text!r} is not CHAIN/EMITTER/SEQ[-SEQ]")
+    emitter = parts[1].lower().removeprefix("0x")
+    first, _, last = parts[2].partition("-")
+    if not first.isdigit() or (last and not last.isdigit()) or len(emitter) > 64:
+        raise SpyError(f"{text!r} is not CHAIN/EMITTER/SEQ[-SEQ]")
+    try:
+        bytes.fromhex(emitter.rjust(64, "0"))
+    except ValueError:
+        raise SpyError(f"{text!r}: the emitter is not hex") from None
+    chain, padded = int(parts[0]), emitter.rjust(64, "0")
+    return {(chain, padded, s) for s in range(int(first), int(last or first) + 1)}
+
+
 @dataclass(slots=True)
 class HubCounters:
     """What the hub did since it started (read by ``chainloom spy serve --json`` and tests)."""
@@ -85,6 +106,8 @@ class HubCounters:
     """Subscriptions accepted so far."""
     too_slow: int = 0
     """Streams ended because one send took longer than the send timeout."""
+    withheld: int = 0
+    """Published VAAs not sent to anyone because their id is in the hub's ``drop`` set."""
 
 
 @dataclass(eq=False, slots=True)
@@ -112,11 +135,19 @@ class Subscription:
 class SpyHub:
     """Fans published VAAs out to subscriptions, as the spy fans out gossip."""
 
-    def __init__(self, *, buffer_size: int = DEFAULT_BUFFER, lossless: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        buffer_size: int = DEFAULT_BUFFER,
+        lossless: bool = False,
+        drop: Iterable[MessageId] = (),
+    ) -> None:
         if buffer_size < 1:
             raise SpyError(f"buffer size must be at least 1, got {buffer_size}")
         self.buffer_size = buffer_size
         self.lossless = lossless
+        self.drop = frozenset(drop)
+        """Message ids never sent (every copy dropped on purpose: a spy that missed them)."""
         self.counters = HubCounters()
         self._subscriptions: set[Subscription] = set()
         self._ids = itertools.count(1)
@@ -158,6 +189,9 @@ class SpyHub:
     async def publish(self, vaa: bytes) -> int:
         """Offer one VAA to every matching subscriber; return how many copies were buffered."""
         self.counters.published += 1
+        if self.drop and self._dropped_on_purpose(vaa):
+            self.counters.withheld += 1
+            return 0
         key = self._emitter_of(vaa) if any(s.filters for s in self._subscriptions) else None
         buffered = 0
         for subscription in list(self._subscriptions):
@@ -187,6 +221,13 @@ class SpyHub:
         """Ask every open stream to end (server shutdown)."""
         for subscription in self._subscriptions:
             subscription.closed.set()
+
+    def _dropped_on_purpose(self, vaa: bytes) -> bool:
+        try:
+            parsed = parse_vaa(vaa)
+        except WormholeError:
+            return False
+        return (parsed.emitter_chain, parsed.emitter_address.hex(), parsed.sequence) in self.drop
 
     def _emitter_of(self, vaa: bytes) -> EmitterKey | None:
         try:

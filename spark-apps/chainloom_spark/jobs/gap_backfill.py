@@ -6,7 +6,9 @@ the store missed. The job works in three Spark stages, each reusing the library:
 1. **Find.** The emitters (``--emitters``, or every emitter in the table through
    :meth:`EventReader.emitters`, a skip scan costing one small read per emitter) are spread
    over tasks; each task reads its emitters' row keys only (:meth:`EventReader.sequences`)
-   into a :class:`~chainloom.eventstore.gaps.SequenceTracker`. The driver collects the missing
+   into a :class:`~chainloom.eventstore.gaps.SequenceTracker`
+   (:func:`chainloom.eventstore.backfill.scan_emitter`, shared with ``chainloom events
+   backfill``). The driver collects the missing
    *ranges*, which stay small however many rows are stored.
 2. **Fetch.** The missing ids are cut into chunks spread over ``--partitions`` tasks. With
    ``--public-api`` each task asks the guardian endpoints in turn
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from chainloom.eventstore.backfill import fetch_missing, scan_emitter
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.config import EventStoreSettings
 from chainloom.eventstore.errors import (
@@ -44,7 +47,7 @@ from chainloom.eventstore.errors import (
     StoreUnavailableError,
     TableMissingError,
 )
-from chainloom.eventstore.gaps import SequenceRange, SequenceTracker
+from chainloom.eventstore.gaps import SequenceRange
 from chainloom.eventstore.keys import MAX_SEQUENCE, normalize_emitter
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.service import EMULATOR_ENV, locate
@@ -270,34 +273,19 @@ Gap = tuple[int, str, int, int | None, int | None, list[tuple[int, int]], int]
 
 
 def find_partition(context: TaskContext, emitters: Iterable[tuple[int, str]]) -> Iterator[Gap]:
-    """The missing ranges of each emitter of the partition, from its row keys."""
+    """The missing ranges of each emitter of the partition, from its row keys
+    (:func:`chainloom.eventstore.backfill.scan_emitter`, as ``chainloom events backfill``)."""
     _task_environment(context)
-    low = 0 if context.first is None else context.first
-    high = MAX_SEQUENCE if context.last is None else context.last
     try:
         with BigtableTables(context.location) as tables:
             reader = EventReader(tables)
             for chain, emitter in emitters:
-                tracker = SequenceTracker(context.first)
-                tracker.add_all(reader.sequences(chain, emitter, from_seq=low, to_seq=high))
-                kept, skipped = _first_sequences(tracker.missing(context.last), context.max_missing)
-                yield (chain, emitter, tracker.seen, tracker.lowest, tracker.highest,
-                       [(r.first, r.last) for r in kept], skipped)  # fmt: skip
+                scan = scan_emitter(reader, chain, emitter, first=context.first,
+                                    last=context.last, max_missing=context.max_missing)  # fmt: skip
+                yield (chain, emitter, scan.stored, scan.lowest, scan.highest,
+                       [(r.first, r.last) for r in scan.missing], scan.skipped)  # fmt: skip
     except (StoreUnavailableError, TableMissingError) as error:
         raise SinkUnavailableError(str(error)) from error
-
-
-def _first_sequences(ranges: list[SequenceRange], limit: int) -> tuple[list[SequenceRange], int]:
-    """The first ``limit`` sequences of ``ranges``, and how many are left out."""
-    kept: list[SequenceRange] = []
-    room = limit
-    for item in ranges:
-        if room <= 0:
-            break
-        take = min(room, item.count)
-        kept.append(SequenceRange(item.first, item.first + take - 1))
-        room -= take
-    return kept, sum(r.count for r in ranges) - sum(r.count for r in kept)
 
 
 Fetched = tuple[int, str, int, str, bytes | None, str]
@@ -310,9 +298,9 @@ def fetch_partition(
     """Ask the public API for each sequence of the partition's chunks."""
     with PublicRpcClient(context.public_rpc) as client:
         for chain, emitter, first, last in chunks:
-            for sequence in range(first, last + 1):
-                result = client.fetch(chain, emitter, sequence)
-                yield (chain, emitter, sequence, result.status.value, result.vaa, result.reason)
+            for result in fetch_missing(client, chain, emitter, [SequenceRange(first, last)]):
+                yield (chain, emitter, result.sequence, result.status.value, result.vaa,
+                       result.reason)  # fmt: skip
 
 
 def files_partition(

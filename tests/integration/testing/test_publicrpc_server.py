@@ -26,8 +26,8 @@ from chainloom.testing.publicrpc_server import (
     PublicRpcServicer,
     load_archive,
     message_id_of,
-    parse_selection,
 )
+from chainloom.testing.spy_server import parse_selection
 from chainloom.testing.vaa_workload import Mix, generate_vaas
 
 TRANSFERS = Mix(weights={"token_transfer": 1.0}, duplicate=0.0, conflict=0.0)

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from chainloom.eventstore.gaps import SequenceRange
 from chainloom_spark.backfill_summary import BackfillSummary
 from chainloom_spark.errors import JobArgumentError
 from chainloom_spark.jobs import JOBS, check_arguments
-from chainloom_spark.jobs.gap_backfill import _first_sequences, main, parse_emitters, resolve
+from chainloom_spark.jobs.gap_backfill import main, parse_emitters, resolve
 
 EMITTER = "0000000000000000000000003ee18b2214aff97000d974cf647e7c347e8fa585"
 
@@ -75,12 +74,6 @@ def test_bad_flags_exit_2_in_one_line(capsys: pytest.CaptureFixture[str]):
         "error: --files /no/such/file: does not exist",
         "error: --max-missing and --partitions must be at least 1",
     ]
-
-
-def test_max_missing_keeps_the_first_sequences():
-    ranges = [SequenceRange(0, 4), SequenceRange(10, 19)]
-    assert _first_sequences(ranges, 7) == ([SequenceRange(0, 4), SequenceRange(10, 11)], 8)
-    assert _first_sequences(ranges, 100) == (ranges, 0)
 
 
 def test_summary_groups_still_missing_sequences_into_ranges(tmp_path: Path):

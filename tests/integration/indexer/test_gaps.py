@@ -1,0 +1,246 @@
+"""Gap detection and recovery of the indexer against real servers: ``chainloom spy serve``
+dropping chosen sequences on purpose, the harness's public-API server on loopback, the
+Bigtable emulator, and the indexer in-process or as ``chainloom indexer run``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from chainloom.eventstore.bigtable import BigtableTables
+from chainloom.eventstore.queries import EventReader
+from chainloom.indexer.config import IndexerSettings
+from chainloom.indexer.service import serve
+from chainloom.settings import BigtableSettings
+from chainloom.testing.publicrpc_server import PublicRpcServer, PublicRpcServicer, message_id_of
+from chainloom.testing.vaa_workload import Mix, generate_vaas
+from tests.integration.indexer.conftest import (
+    CHAINLOOM,
+    KIT,
+    IndexerProcess,
+    SpyProcess,
+    Store,
+    free_port,
+    write_vaa_file,
+)
+
+MessageId = tuple[int, str, int]
+TRANSFERS = Mix(weights={"token_transfer": 1.0}, duplicate=0.0, conflict=0.0)
+FAST_GAPS = {"grace": 1.0, "check_interval": 0.3, "state_interval": 0.5, "retry_after": 300}
+
+
+def transfers(count: int, seed: int) -> dict[MessageId, bytes]:
+    return {message_id_of(raw): raw for raw in generate_vaas(count, seed, KIT, TRANSFERS)}
+
+
+def pick_holes(ids: list[MessageId], count: int) -> list[MessageId]:
+    """``count`` ids strictly inside their emitter's sequences (a hole the tracker can see)."""
+    lowest: dict[tuple[int, str], int] = {}
+    highest: dict[tuple[int, str], int] = {}
+    for chain, emitter, sequence in ids:
+        lowest[(chain, emitter)] = min(lowest.get((chain, emitter), sequence), sequence)
+        highest[(chain, emitter)] = max(highest.get((chain, emitter), sequence), sequence)
+    inside = [i for i in sorted(ids) if lowest[i[:2]] + 1 < i[2] < highest[i[:2]]]
+    step = len(inside) / count
+    holes = [inside[int(n * step)] for n in range(count)]
+    assert len(set(holes)) == count
+    return holes
+
+
+def spy_dropping(source: Path, port: int, drop: list[MessageId]) -> SpyProcess:
+    selections = [arg for c, e, s in drop for arg in ("--drop", f"{c}/{e}/{s}")]
+    process = subprocess.Popen(
+        [CHAINLOOM, "spy", "serve", "--listen", f"127.0.0.1:{port}", "--file", str(source),
+         "--copies", "3", "--lossless", "--wait-for-subscribers", "1", *selections],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    return SpyProcess(port, process)
+
+
+def stored(settings: BigtableSettings) -> set[MessageId]:
+    with BigtableTables(settings) as tables:
+        reader = EventReader(tables)
+        return {(c, e, s) for c, e in reader.emitters() for s in reader.sequences(c, e)}
+
+
+def events_gaps(store: Store) -> dict[str, Any]:
+    answer = subprocess.run(
+        [CHAINLOOM, "events", "--project", "chainloom", "--instance", "test",
+         "--table", store.settings.table, "gaps", "--json"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert answer.returncode == 0, answer.stderr
+    result: dict[str, Any] = json.loads(answer.stdout)
+    return result
+
+
+def bigtable(store: Store) -> dict[str, Any]:
+    return {
+        "project": store.settings.project,
+        "instance": store.settings.instance,
+        "table": store.settings.table,
+        "index_table": store.settings.index_table,
+        "operation_timeout": 10,
+    }
+
+
+class Written:
+    def __init__(self, wanted: set[MessageId]) -> None:
+        self.wanted = set(wanted)
+        self.done = asyncio.Event()
+
+    def observe(self, chain: int, emitter: bytes, sequence: int, at: float) -> None:
+        self.wanted.discard((chain, emitter.hex(), sequence))
+        if not self.wanted:
+            self.done.set()
+
+
+def test_fifty_sequences_the_spy_dropped_are_fetched_after_the_grace_period(
+    store: Store, guardian_file: Path, tmp_path: Path
+) -> None:
+    vaas = transfers(240, seed=1403)
+    ids = sorted(vaas)
+    holes = pick_holes(ids, 50)
+    spy = spy_dropping(write_vaa_file(tmp_path / "vaas.txt", list(vaas.values())), free_port(),
+                       holes)  # fmt: skip
+    servicer = PublicRpcServicer(vaas)
+    with PublicRpcServer(servicer, "127.0.0.1:0") as public_api:
+        settings = IndexerSettings.model_validate(
+            {
+                "bigtable": bigtable(store),
+                "guardian_sets": {"source": str(guardian_file)},
+                "spy": {"address": spy.address, "reconnect": {"initial": 0.05, "maximum": 0.5}},
+                "probes": {"enabled": False},
+                "gaps": FAST_GAPS,
+                "public_rpc": {"endpoints": [public_api.target], "timeout": 2, "rounds": 1},
+            }
+        )
+
+        async def scenario() -> Any:
+            written = Written(set(ids))
+            stop = asyncio.Event()
+            started = time.monotonic()
+            running = asyncio.create_task(serve(settings, stop, observers=[written]))
+            await asyncio.wait_for(written.done.wait(), 120)
+            took = time.monotonic() - started
+            stop.set()
+            return await running, took
+
+        try:
+            pipeline, took = asyncio.run(scenario())
+        finally:
+            spy.stop()
+    assert took >= FAST_GAPS["grace"]  # nothing was fetched before the grace period
+    assert stored(store.settings) == set(ids)
+    assert pipeline.counters.gaps_filled == 50
+    assert servicer.counters.found == 50  # only the dropped ones were asked for, once each
+    listed = events_gaps(store)
+    assert listed["source"] == "state"
+    assert listed["gaps"] == []
+    assert listed["missing"] == 0
+
+
+def labelled(indexer: IndexerProcess, line_start: str) -> float:
+    _, text = indexer.get("/metrics")
+    for line in text.splitlines():
+        if line.startswith(line_start + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def wait_metrics(indexer: IndexerProcess, wanted: dict[str, float], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert indexer.process is not None
+        assert indexer.process.poll() is None, indexer.output()
+        try:
+            if all(labelled(indexer, name) >= value for name, value in wanted.items()):
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"metrics not reached {wanted}: {indexer.output()[-2000:]}")
+
+
+def test_not_found_and_failing_gaps_stay_listed_with_reasons_across_a_restart(
+    store: Store, tmp_path: Path, indexer_process: Any
+) -> None:
+    vaas = transfers(200, seed=1404)
+    ids = sorted(vaas)
+    holes = pick_holes(ids, 50)
+    withheld, failing = set(holes[0::5]) | set(holes[1::5]), set(holes[2::5])
+    served = set(holes) - withheld - failing
+    spy = spy_dropping(write_vaa_file(tmp_path / "vaas.txt", list(vaas.values())), free_port(),
+                       holes)  # fmt: skip
+    servicer = PublicRpcServicer(vaas, withhold=withheld, fail=failing)
+    env = {"BIGTABLE_EMULATOR_HOST": store.emulator}
+    with PublicRpcServer(servicer, "127.0.0.1:0") as public_api:
+        document = {
+            "bigtable": bigtable(store),
+            "spy": {"address": spy.address, "reconnect": {"initial": 0.05, "maximum": 0.5}},
+            "gaps": FAST_GAPS,
+            "public_rpc": {
+                "endpoints": [public_api.target],
+                "timeout": 2,
+                "rounds": 2,
+                "backoff": {"initial": 0.05, "maximum": 0.1},
+            },
+        }
+        first = indexer_process(document, env=env)
+        first.start()
+        try:
+            wait_metrics(
+                first,
+                {
+                    "chainloom_indexer_gaps_filled_total": len(served),
+                    'chainloom_indexer_gaps_failed_total{status="not_found"}': len(withheld),
+                    'chainloom_indexer_gaps_failed_total{status="error"}': len(failing),
+                },
+            )
+            # Fetched VAAs are counted when handed on; their gaps close when the write returns.
+            deadline = time.monotonic() + 30
+            while labelled(first, "chainloom_indexer_gaps_open") > len(withheld | failing):
+                assert time.monotonic() < deadline, first.output()[-2000:]
+                time.sleep(0.2)
+            assert labelled(first, "chainloom_indexer_gaps_open") == len(withheld | failing)
+            first.signal(signal.SIGTERM)
+            assert first.wait(60) == 0, first.output()
+
+            # Stopped: the gaps are listed from the saved state, each with its reason.
+            listed = events_gaps(store)
+            assert listed["source"] == "state"
+            assert listed["missing"] == len(withheld | failing)
+            failures = {
+                (g["chain"], g["emitter"], f["sequence"]): f
+                for g in listed["gaps"]
+                for f in g["failures"]
+            }
+            assert set(failures) == withheld | failing
+            assert all(failures[i]["status"] == "not_found" for i in withheld)
+            assert all("not found at" in failures[i]["reason"] for i in withheld)
+            assert all(failures[i]["status"] == "error" for i in failing)
+            assert all("INTERNAL" in failures[i]["reason"] for i in failing)
+            assert all(f["attempts"] == 1 for f in failures.values())
+            assert stored(store.settings) == set(ids) - withheld - failing
+
+            # Restarted, with the spy sending nothing new: the gaps known only from the saved
+            # state are asked again (retry_after 0 now) and filled once the API holds them.
+            servicer.withhold.clear()
+            servicer.fail.clear()
+            second = indexer_process({**document, "gaps": {**FAST_GAPS, "retry_after": 0}},
+                                     env=env)  # fmt: skip
+            second.start()
+            wait_metrics(second, {"chainloom_indexer_gaps_filled_total": len(withheld | failing)})
+            second.signal(signal.SIGTERM)
+            assert second.wait(60) == 0, second.output()
+        finally:
+            spy.stop()
+    assert stored(store.settings) == set(ids)
+    listed = events_gaps(store)
+    assert listed["source"] == "state"
+    assert listed["missing"] == 0
