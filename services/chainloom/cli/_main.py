@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "relayer": ("chainloom.cli.relayer", "relayer", "The token-bridge relayer."),
     "config": ("chainloom.cli.config", "config", "Settings: JSON Schema and effective values."),
     "spark": ("chainloom.cli.spark", "spark", "Run the Spark jobs, or render them for Kubernetes."),
+    "operator": ("chainloom.cli.operator", "operator", "The Kubernetes operator and its CRDs."),
 }
 
 
