@@ -9,6 +9,7 @@ how to provide it, never a secret's value::
         ├── SpecError                    a custom resource's spec fails the settings models
         ├── MissingSecretError           a referenced Secret (or its key) does not exist
         ├── MissingCrdError              a kind the operator renders is not installed
+        ├── MissingSinkError             an IngestPipeline's BackendTable does not exist
         └── BackendUnavailableError      Bigtable or Cassandra could not be reached
                                          (also a chainloom.errors.UnavailableError)
 """
@@ -56,6 +57,18 @@ class MissingCrdError(OperatorError):
         super().__init__(f"the {kind} kind ({api_version}) is not installed: {install}")
         self.kind = kind
         """The kind the server does not know."""
+
+
+class MissingSinkError(OperatorError):
+    """The BackendTable an IngestPipeline writes to does not exist in its namespace."""
+
+    reason = "MissingSink"
+
+    def __init__(self, namespace: str, name: str) -> None:
+        super().__init__(
+            f"BackendTable {namespace}/{name} (the sink) does not exist: create it first "
+            "(see docs/samples/backendtable-bigtable.yaml)"
+        )
 
 
 class BackendUnavailableError(OperatorError, UnavailableError):

@@ -9,8 +9,11 @@ The operator package and kopf are imported only when a subcommand runs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
+
+from chainloom.cli._settings import config_option, load_or_exit
 
 DEFAULT_CRD_DIRS = ("crds", "charts/chainloom/crds")
 """Where the generated CRDs live, relative to the repository root."""
@@ -47,3 +50,36 @@ def crds(directories: tuple[Path, ...], check: bool) -> None:
                 click.echo(f"wrote {directory / name}")
     if stale_found:
         raise SystemExit(1)
+
+
+@operator.command()
+@config_option("CHAINLOOM_OPERATOR_CONFIG")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Watch this namespace (repeatable; default: the whole cluster).",
+)
+@click.option("--peering", help="ClusterKopfPeering shared by the replicas (peering).")
+@click.option("--priority", type=int, help="This replica's peering priority (priority).")
+@click.option("--liveness", help="Liveness endpoint URL, e.g. http://0.0.0.0:8080/healthz.")
+@click.option("--recheck-interval", type=float,
+              help="Seconds between BackendTable schema checks (recheck_interval).")  # fmt: skip
+def run(kubeconfig: str | None, namespaces: tuple[str, ...], **options: Any) -> None:
+    """Run the operator against the current kubeconfig until SIGINT or SIGTERM."""
+    import logging
+
+    from chainloom_operator.config import OperatorSettings
+    from chainloom_operator.runner import run as run_operator
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    flags = {
+        "namespaces": list(namespaces) or None,
+        "peering": options["peering"],
+        "priority": options["priority"],
+        "liveness": options["liveness"],
+        "recheck_interval": options["recheck_interval"],
+    }
+    settings = load_or_exit(OperatorSettings, options["config_path"], flags)
+    run_operator(settings, kubeconfig)
