@@ -95,6 +95,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.posting.level = logging.WARNING  # only warnings become Kubernetes events
     settings.execution.max_workers = 8
     memo["cluster"] = Cluster(api_client())
+    memo["books"] = Bookkeeping()
     stop = threading.Event()
     memo["recheck_stop"] = stop
     thread = threading.Thread(
@@ -143,18 +144,26 @@ def _previous(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     return conditions
 
 
-def _kept_failure(body: Mapping[str, Any]) -> Failure | None:
-    """The failure the last reconcile of this generation reported, kept by status refreshes."""
-    generation = body["metadata"].get("generation", 0)
-    for condition in _previous(body):
-        if (
-            condition.get("type") == "Degraded"
-            and condition.get("status") == "True"
-            and condition.get("observedGeneration") == generation
-            and condition.get("reason") not in ("Drifted", "Failed", "SubmissionFailed")
-        ):
-            return Failure(condition["reason"], condition.get("message", ""))
-    return None  # fmt: skip
+class Bookkeeping:
+    """Per-resource locks and last failures, shared by the handler threads of one operator.
+
+    A reconcile and a status refresh triggered by a child's event must not interleave (the
+    refresh could patch a stale Degraded over a fresh Ready), so both hold the resource's
+    lock; the failure of the last reconcile is kept here, not read back from the status.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[tuple[str, str, str], threading.Lock] = {}
+        self.failures: dict[tuple[str, str, str], Failure] = {}
+
+    def lock(self, key: tuple[str, str, str]) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+
+def _key(kind: str, body: Mapping[str, Any]) -> tuple[str, str, str]:
+    return kind, body["metadata"]["namespace"], body["metadata"]["name"]
 
 
 def _apply_all(cluster: Cluster, owner: Owner, rendered: list[dict[str, Any]],
@@ -183,15 +192,23 @@ def _reconciling(
 ) -> None:  # fmt: skip
     """Run ``reconcile``; on an OperatorError record it in status, then retry or give up."""
     cluster: Cluster = memo["cluster"]
-    try:
-        reconcile(cluster, body, None)
-    except OperatorError as error:
-        log.warning("%s %s/%s: %s", kind, body["metadata"]["namespace"],
-                    body["metadata"]["name"], error)  # fmt: skip
-        # With a spec the models refuse, not even the status can be computed: the event says it.
-        with contextlib.suppress(OperatorError):
-            reconcile_status_only(kind, cluster, body, Failure(error.reason, str(error)))
-        _give_up_or_retry(body, error, retry, memo["settings"])
+    books: Bookkeeping = memo["books"]
+    key = _key(kind, body)
+    with books.lock(key):
+        try:
+            reconcile(cluster, body, None)
+        except OperatorError as error:
+            log.warning("%s %s/%s: %s", kind, key[1], key[2], error)
+            failure = books.failures[key] = Failure(error.reason, str(error))
+            # With a spec the models refuse not even the status can be computed: the event
+            # says it.
+            with contextlib.suppress(OperatorError):
+                reconcile_status_only(kind, cluster, body, failure)
+            failed = error
+        else:
+            books.failures.pop(key, None)
+            return
+    _give_up_or_retry(body, failed, retry, memo["settings"])
 
 
 def reconcile_status_only(
@@ -352,6 +369,8 @@ STATUS_REFRESH: dict[str, Callable[[Cluster, Mapping[str, Any], Failure | None],
     "IngestPipeline": refresh_pipeline_status,
     "BackendTable": refresh_table_status,
 }
+STATUS_SOURCES = ("Deployment", "SparkApplication", "ScheduledSparkApplication")
+"""Children whose changes can change their owner's status."""
 RECONCILE: dict[str, Callable[[Cluster, Mapping[str, Any], Failure | None], None]] = {
     "RelayerPool": reconcile_pool,
     "IngestPipeline": reconcile_pipeline,
@@ -371,24 +390,24 @@ def child_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     kind, name = labels.get(OWNER_KIND_LABEL), labels.get(OWNER_NAME_LABEL)
     if kind not in RECONCILE:
         return
-    cluster: Cluster = memo["cluster"]
-    owner = cluster.get_custom(PLURALS[kind], body["metadata"]["namespace"], name)
-    if owner is None or owner["metadata"].get("deletionTimestamp"):
+    if type != "DELETED" and body.get("kind") not in STATUS_SOURCES:
         return
-    references = body["metadata"].get("ownerReferences") or []
-    if not any(r.get("uid") == owner["metadata"]["uid"] for r in references):
-        return  # a child of an earlier incarnation of the owner: the GC takes it
-    try:
-        if type == "DELETED":
-            log.info(
-                "%s %s deleted: reconciling %s %s",
-                body.get("kind"),
-                body["metadata"]["name"],
-                kind,
-                name,
-            )
-            RECONCILE[kind](cluster, owner, _kept_failure(owner))
-        elif body.get("kind") in ("Deployment", "SparkApplication", "ScheduledSparkApplication"):
-            STATUS_REFRESH[kind](cluster, owner, _kept_failure(owner))
-    except OperatorError as error:
-        log.warning("%s %s: %s", kind, name, error)
+    cluster: Cluster = memo["cluster"]
+    books: Bookkeeping = memo["books"]
+    key = (kind, body["metadata"]["namespace"], name)
+    with books.lock(key):
+        owner = cluster.get_custom(PLURALS[kind], key[1], name)
+        if owner is None or owner["metadata"].get("deletionTimestamp"):
+            return
+        references = body["metadata"].get("ownerReferences") or []
+        if not any(r.get("uid") == owner["metadata"]["uid"] for r in references):
+            return  # a child of an earlier incarnation of the owner: the GC takes it
+        try:
+            if type == "DELETED":
+                log.info("%s %s deleted: reconciling %s %s", body.get("kind"),
+                         body["metadata"]["name"], kind, name)  # fmt: skip
+                RECONCILE[kind](cluster, owner, books.failures.get(key))
+            else:
+                STATUS_REFRESH[kind](cluster, owner, books.failures.get(key))
+        except OperatorError as error:
+            log.warning("%s %s: %s", kind, name, error)
