@@ -27,10 +27,11 @@ class OperatorSettings(ServiceSettings):
         description="Name of the ClusterKopfPeering (KopfPeering with namespaces) the replicas "
         "share, so only the highest-priority one acts; null: standalone (one replica).",
     )
-    priority: int = Field(
-        default=0, description="This replica's peering priority (highest acts; give each a "
-        "different one)."
-    )  # fmt: skip
+    priority: int | None = Field(
+        default=None,
+        description="This replica's peering priority (the highest acts; equal ones freeze "
+        "each other); null: a random one at start, so replicas differ.",
+    )
     liveness: str | None = Field(
         default="http://0.0.0.0:8080/healthz",
         description="Liveness endpoint URL (kopf's probe server); null: none.",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import threading
 from dataclasses import dataclass
 
@@ -27,7 +28,9 @@ def _options(settings: OperatorSettings) -> dict[str, object]:
         "namespaces": list(settings.namespaces),
         "standalone": settings.peering is None,
         "peering_name": settings.peering,
-        "priority": settings.priority,
+        "priority": (
+            settings.priority if settings.priority is not None else random.randint(1, 2**30)  # noqa: S311 (a tie-breaker, not a secret)
+        ),
         "liveness_endpoint": settings.liveness,
         "memo": kopf.Memo(settings=settings),
     }

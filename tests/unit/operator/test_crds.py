@@ -72,3 +72,9 @@ def test_names_columns_and_rules() -> None:
 def test_a_construct_without_structural_form_is_refused() -> None:
     with pytest.raises(crds.SchemaTranslationError):
         crds.structural({"type": "array", "prefixItems": [{"type": "string"}]})
+
+
+def test_chart_crds_are_identical_to_crds() -> None:
+    top = {p.name: p.read_bytes() for p in (REPO_ROOT / "crds").glob("*.yaml")}
+    chart = {p.name: p.read_bytes() for p in (REPO_ROOT / "charts/chainloom/crds").glob("*.yaml")}
+    assert top == chart
