@@ -231,3 +231,50 @@ def test_ingest_pipeline_renders_a_spark_application_the_server_accepts(
         assert "helm install spark-operator" in ready["message"]
     finally:
         running.stop()
+
+
+def test_two_replicas_one_acts_and_the_other_takes_over(
+    chainloom_crds: str, kube_namespace: str, tmp_path: Path, local_stack: StackForTests
+) -> None:
+    local_stack.require("kwok")
+    kubeconfig, namespace = chainloom_crds, kube_namespace
+    _apply(kubeconfig, namespace, {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering",
+                                   "metadata": {"name": "chainloom"}})  # fmt: skip
+    _secrets(kubeconfig, namespace, "eth-hot-1", "eth-hot-2", "sol-hot-1")
+    active = start_operator(kubeconfig, namespace, tmp_path / "active.log",
+                            "--peering", "chainloom", "--priority", "100")  # fmt: skip
+    standby = start_operator(kubeconfig, namespace, tmp_path / "standby.log",
+                             "--peering", "chainloom", "--priority", "50")  # fmt: skip
+    try:
+        # Replicas start paused; only the one with the highest priority resumes.
+        wait_for(lambda: "Resuming operations after the pause" in active.output(),
+                 what="the active replica to resume")  # fmt: skip
+        _apply(kubeconfig, namespace, SAMPLES / "relayerpool.yaml")
+        wait_for(lambda: set(_children(kubeconfig, namespace)) >= POOL_CHILDREN,
+                 what="the children")  # fmt: skip
+        wait_for(lambda: "Handler 'relayer_pool' succeeded" in active.output(),
+                 what="the active replica's handler")  # fmt: skip
+        assert "Handler 'relayer_pool'" not in standby.output()
+        assert "Resuming operations" not in standby.output()
+
+        active.stop()
+        wait_for(lambda: "Resuming operations after the pause" in standby.output(),
+                 timeout=120, what="the standby to take over")  # fmt: skip
+        kubectl(kubeconfig, "-n", namespace, "delete", "deployment", "mainnet-listener")
+        wait_for(lambda: ("Deployment", "mainnet-listener") in _children(kubeconfig, namespace),
+                 what="the standby to recreate the listener")  # fmt: skip
+    finally:
+        active.stop()
+        standby.stop()
+
+
+def test_a_kind_the_server_does_not_serve_names_what_to_install(chainloom_crds: str) -> None:
+    from chainloom_operator._kube import Cluster, api_client
+    from chainloom_operator.errors import MissingCrdError
+
+    cluster = Cluster(api_client(chainloom_crds))
+    manifest = {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkNoSuchKind",
+                "metadata": {"name": "x", "namespace": "default"}}  # fmt: skip
+    with pytest.raises(MissingCrdError, match="install the Kubeflow spark-operator"):
+        cluster.apply(manifest)
+    assert not cluster.served("sparkoperator.k8s.io/v1beta2", "SparkNoSuchKind")
