@@ -99,7 +99,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     stop = threading.Event()
     memo["recheck_stop"] = stop
     thread = threading.Thread(
-        target=_recheck_tables, args=(memo["cluster"], ours, stop), name="table-recheck",
+        target=_recheck, args=(memo["cluster"], ours, stop, memo["books"]), name="recheck",
         daemon=True,
     )  # fmt: skip
     thread.start()
@@ -339,22 +339,49 @@ def drop_backend_table(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -
         _give_up_or_retry(body, error, retry, memo["settings"])
 
 
-def _recheck_tables(cluster: Cluster, settings: OperatorSettings, stop: threading.Event) -> None:
-    """Every ``recheck_interval`` seconds: check each BackendTable's schema, patch its status."""
+def _recheck(cluster: Cluster, settings: OperatorSettings, stop: threading.Event,
+             books: Bookkeeping) -> None:  # fmt: skip
+    """Every ``recheck_interval`` seconds: each BackendTable's schema, each pool's queues."""
     while not stop.wait(settings.recheck_interval):
+        _recheck_tables(cluster, stop, books)
+        _recheck_queues(cluster, stop)
+
+
+def _recheck_queues(cluster: Cluster, stop: threading.Event) -> None:
+    """Patch each RelayerPool's ``queueDepths`` (pools whose Redis can be read)."""
+    try:
+        pools = cluster.list_custom(PLURALS["RelayerPool"])
+    except Exception as error:  # the API may be away: next round
+        log.warning("cannot list RelayerPools: %s", error)
+        return
+    for body in pools:
+        if stop.is_set():
+            return
         try:
-            tables = cluster.list_custom(PLURALS["BackendTable"])
-        except Exception as error:  # the API may be away: next round
-            log.warning("cannot list BackendTables: %s", error)
+            depths = _backends.queue_depths(_spec(RelayerPoolSpec, body["spec"]))
+        except SpecError:
             continue
-        for body in tables:
-            if body["metadata"].get("deletionTimestamp") or stop.is_set():
-                continue
+        if depths is not None:
+            cluster.patch_status(PLURALS["RelayerPool"], body["metadata"]["namespace"],
+                                 body["metadata"]["name"], {"queueDepths": depths})  # fmt: skip
+
+
+def _recheck_tables(cluster: Cluster, stop: threading.Event, books: Bookkeeping) -> None:
+    """Check each BackendTable's schema and patch its status."""
+    try:
+        tables = cluster.list_custom(PLURALS["BackendTable"])
+    except Exception as error:  # the API may be away: next round
+        log.warning("cannot list BackendTables: %s", error)
+        return
+    for body in tables:
+        if body["metadata"].get("deletionTimestamp") or stop.is_set():
+            continue
+        key = _key("BackendTable", body)
+        with books.lock(key):
             try:
                 reconcile_table(cluster, body, None)
             except OperatorError as error:
-                log.warning("BackendTable %s/%s: %s", body["metadata"]["namespace"],
-                            body["metadata"]["name"], error)  # fmt: skip
+                log.warning("BackendTable %s/%s: %s", key[1], key[2], error)
                 refresh_table_status(cluster, body, Failure(error.reason, str(error)))
             except Exception:
                 log.exception("BackendTable recheck failed")

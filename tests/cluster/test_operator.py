@@ -278,3 +278,29 @@ def test_a_kind_the_server_does_not_serve_names_what_to_install(chainloom_crds: 
     with pytest.raises(MissingCrdError, match="install the Kubeflow spark-operator"):
         cluster.apply(manifest)
     assert not cluster.served("sparkoperator.k8s.io/v1beta2", "SparkNoSuchKind")
+
+
+def test_queue_depths_in_status_when_redis_is_reachable(
+    chainloom_crds: str, kube_namespace: str, tmp_path: Path, redis_url: str,
+    local_stack: StackForTests,
+) -> None:  # fmt: skip
+    local_stack.require("kwok")
+    kubeconfig, namespace = chainloom_crds, kube_namespace
+    _secrets(kubeconfig, namespace, "sol-hot-1")
+    pool = _pool_sample()
+    pool["spec"]["chains"] = pool["spec"]["chains"][1:]
+    pool["spec"]["redis"] = {"url": redis_url}
+    running = start_operator(kubeconfig, namespace, tmp_path / "operator.log")
+    try:
+        _apply(kubeconfig, namespace, pool)
+
+        def depths() -> dict[str, int] | None:
+            status = kubectl_json(kubeconfig, "-n", namespace, "get", "rpool", "mainnet")
+            found: dict[str, int] | None = (status.get("status") or {}).get("queueDepths")
+            return found or None
+
+        found = wait_for(depths, what="queue depths in status")
+        assert set(found) == {"incoming", "in_work", "pending_confirmation", "failed",
+                              "completed"}  # fmt: skip
+    finally:
+        running.stop()
