@@ -197,8 +197,10 @@ def test_restart_reconciles_what_changed_while_the_operator_was_down(
 
 
 def test_ingest_pipeline_renders_a_spark_application_the_server_accepts(
-    spark_crds: str, kube_namespace: str, tmp_path: Path, bigtable_emulator: str
-) -> None:
+    spark_crds: str, kube_namespace: str, tmp_path: Path, bigtable_emulator: str,
+    local_stack: StackForTests,
+) -> None:  # fmt: skip
+    local_stack.require("kwok")
     kubeconfig, namespace = spark_crds, kube_namespace
     running = start_operator(kubeconfig, namespace, tmp_path / "operator.log",
                              env={"BIGTABLE_EMULATOR_HOST": bigtable_emulator})  # fmt: skip
@@ -229,6 +231,29 @@ def test_ingest_pipeline_renders_a_spark_application_the_server_accepts(
         assert ready["status"] == "False"
         assert ready["reason"] == "AwaitingSparkOperator"
         assert "helm install spark-operator" in ready["message"]
+
+        # What the spark-operator controller would write: the pipeline's status follows it.
+        done = {"status": {"applicationState": {"state": "COMPLETED"}, "driverInfo": {}}}
+        kubectl(kubeconfig, "-n", namespace, "patch", "sparkapplication", "backfill-2024",
+                "--subresource=status", "--type=merge", "-p", json.dumps(done))  # fmt: skip
+
+        def completed() -> bool:
+            found = kubectl_json(kubeconfig, "-n", namespace, "get", "ipl", "backfill-2024")
+            status = found.get("status") or {}
+            ready = _condition(kubeconfig, namespace, "ipl/backfill-2024", "Ready")
+            return status.get("state") == "COMPLETED" and ready.get("status") == "True"
+
+        wait_for(completed, what="the pipeline to mirror COMPLETED")
+
+        # Streaming mode: the indexer's Deployment, run by KWOK.
+        _apply(kubeconfig, namespace, SAMPLES / "ingestpipeline-streaming.yaml")
+        wait_for(lambda: _condition(kubeconfig, namespace, "ipl/live", "Ready").get("status")
+                 == "True", timeout=120, what="the indexer available")  # fmt: skip
+        indexer = kubectl_json(kubeconfig, "-n", namespace, "get", "deployment", "live-indexer")
+        assert indexer["spec"]["template"]["spec"]["containers"][0]["args"][:2] == [
+            "indexer",
+            "run",
+        ]
     finally:
         running.stop()
 
