@@ -102,6 +102,22 @@ def test_bigtable_tables_created_drift_reported_and_retained(
     assert (degraded["status"], degraded["reason"]) == ("True", "Drifted")
     assert not store.check_schema(located).in_sync  # left as it was
 
+    # The finalizer follows the policy: added for Delete, removed again for Retain.
+    def finalizers() -> list[str]:
+        found = kubectl_json(kubeconfig, "-n", namespace, "get", "btable", "events")
+        names: list[str] = found["metadata"].get("finalizers") or []
+        return names
+
+    policies: list[tuple[str, list[str]]] = [("Delete", ["chainloom.io/finalizer"]), ("Retain", [])]
+    for policy, wanted in policies:
+        kubectl(kubeconfig, "-n", namespace, "patch", "btable", "events", "--type=merge",
+                "-p", f'{{"spec": {{"deletion_policy": "{policy}"}}}}')  # fmt: skip
+
+        def settled(wanted: list[str] = wanted) -> bool:
+            return finalizers() == wanted
+
+        wait_for(settled, what=f"finalizers {wanted}")
+
     kubectl(kubeconfig, "-n", namespace, "delete", "btable", "events", "--wait=true")
     assert store.check_schema(located).drift  # Retain: the tables are still there
     store.drop_tables(located)
