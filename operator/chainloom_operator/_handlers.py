@@ -203,19 +203,12 @@ def _reconciling(
             # With a spec the models refuse not even the status can be computed: the event
             # says it.
             with contextlib.suppress(OperatorError):
-                reconcile_status_only(kind, cluster, body, failure)
+                STATUS_REFRESH[kind](cluster, body, failure)
             failed = error
         else:
             books.failures.pop(key, None)
             return
     _give_up_or_retry(body, failed, retry, memo["settings"])
-
-
-def reconcile_status_only(
-    kind: str, cluster: Cluster, body: Mapping[str, Any], failure: Failure | None
-) -> None:
-    """Recompute and patch ``kind``'s status from its children, without applying anything."""
-    STATUS_REFRESH[kind](cluster, body, failure)
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,7 +305,7 @@ def refresh_table_status(
 ) -> None:
     """Record ``failure`` on a table (its schema is not read again here)."""
     owner = _owner("BackendTable", body)
-    status = (body.get("status") or {}) | {}
+    status = body.get("status") or {}
     found = table_status(status.get("tables", ()), status.get("created", ()), (),
                          generation=owner.generation, previous=_previous(body), now=_now(),
                          failure=failure)  # fmt: skip
