@@ -12,7 +12,9 @@ What it measures (``bench_rest()``, also called by ``bench/relayer.py``):
   validation and no thread hand-off (the listener runs without a chain adapter here, so the
   enqueue is its only Redis call per request).
 
-Prints requests/s for each and the ratios to the ceiling. Keys live under a private prefix
+Prints requests/s for each and the ratios to the ceiling, and the listener process's CPU time
+per request (user + system, from ``/proc``; Linux only): on a shared, loaded machine requests/s
+swing with the load, the CPU cost of a request much less. Keys live under a private prefix
 that is deleted afterwards. Run: ``.venv/bin/python bench/relayer_rest.py [--transfers N]``.
 """
 
@@ -144,6 +146,21 @@ async def _post_all(
     return len(bodies) / elapsed, statuses
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (None where /proc is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ms_per_request(before: float | None, after: float | None, requests: int) -> float | None:
+    if before is None or after is None:
+        return None
+    return (after - before) * 1000 / requests
+
+
 def _ceiling(redis_url: str, prefix: str, vaas: list[bytes]) -> float:
     import redis
 
@@ -219,13 +236,18 @@ def bench_rest(
                     raise SystemExit(f"listener did not start: {seen}")
             port = int(line.rsplit(":", 1)[1])
             bodies = [json.dumps({"vaa": v.hex()}).encode() for v in unique]
+            start_cpu = _cpu_seconds(listener.pid)
             figures["unique_rps"], figures["unique_statuses"] = asyncio.run(
                 _post_all(port, bodies, concurrency)
             )
+            middle_cpu = _cpu_seconds(listener.pid)
+            figures["unique_cpu_ms"] = _cpu_ms_per_request(start_cpu, middle_cpu, len(bodies))
             bodies = [json.dumps({"vaa": v.hex()}).encode() for v in stream]
             figures["copies_rps"], figures["copies_statuses"] = asyncio.run(
                 _post_all(port, bodies, concurrency)
             )
+            end_cpu = _cpu_seconds(listener.pid)
+            figures["copies_cpu_ms"] = _cpu_ms_per_request(middle_cpu, end_cpu, len(bodies))
         finally:
             listener.terminate()
             listener.wait(timeout=30)
@@ -245,6 +267,11 @@ def bench_rest(
         f"REST ingest, spy-like stream ({copies} copies per transfer): "
         f"{figures['copies_rps']:,.0f} requests/s  statuses {figures['copies_statuses']}"
     )
+    if figures["unique_cpu_ms"] is not None and figures["copies_cpu_ms"] is not None:
+        print(
+            f"listener CPU per request: unique {figures['unique_cpu_ms']:.2f} ms, "
+            f"copies {figures['copies_cpu_ms']:.2f} ms"
+        )
     print(f"ceiling, the same enqueue calls made directly: {ceiling:,.0f} requests/s")
     print(
         f"ratio to ceiling: unique {figures['unique_rps'] / ceiling:.1%}, "

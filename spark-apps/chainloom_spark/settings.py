@@ -16,7 +16,12 @@ from typing import ClassVar
 from pydantic import Field
 
 from chainloom.ledger.config import DatabaseSettings
-from chainloom.settings import BigtableSettings, GuardianSetSettings, ServiceSettings
+from chainloom.settings import (
+    BigtableSettings,
+    GuardianSetSettings,
+    PublicRpcSettings,
+    ServiceSettings,
+)
 from chainloom.settings.parts import Part
 
 
@@ -112,6 +117,10 @@ class SparkJobSettings(ServiceSettings):
     )
     writer: WriterSettings = Field(
         default_factory=WriterSettings, description="Per-partition writes to the event store."
+    )
+    public_rpc: PublicRpcSettings = Field(
+        default_factory=PublicRpcSettings,
+        description="Guardian public-API endpoints gap-backfill fetches missing VAAs from.",
     )
     database: DatabaseSettings = Field(
         default_factory=DatabaseSettings, description="The ledger backend (ledger-load)."

@@ -46,7 +46,13 @@ BAD_INPUT, UNAVAILABLE = 2, 4
 CASE_TIMEOUT = 45.0
 """Seconds one process may take; a command that has not failed by then did not fail fast."""
 
-SERVES_FOREVER = {"relayer listen", "relayer work", "spy serve", "ledger replay"}
+SERVES_FOREVER = {
+    "relayer listen",
+    "relayer work",
+    "spy serve",
+    "spy serve-public-api",
+    "ledger replay",
+}
 """Commands that serve until stopped: swept with bad input only (they fail before serving)."""
 
 ARGUMENTS_ONLY = {"stack up", "stack down"}

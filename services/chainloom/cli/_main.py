@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "ledger": ("chainloom.cli.ledger", "ledger", "The XRP Ledger history backend."),
     "spy": ("chainloom.cli.spy", "spy", "A guardian-spy-compatible gRPC server."),
     "relayer": ("chainloom.cli.relayer", "relayer", "The token-bridge relayer."),
+    "indexer": ("chainloom.cli.indexer", "indexer", "The streaming indexer (spy -> event store)."),
     "config": ("chainloom.cli.config", "config", "Settings: JSON Schema and effective values."),
     "spark": ("chainloom.cli.spark", "spark", "Run the Spark jobs, or render them for Kubernetes."),
     "operator": ("chainloom.cli.operator", "operator", "The Kubernetes operator and its CRDs."),

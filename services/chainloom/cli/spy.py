@@ -1,4 +1,5 @@
-"""``chainloom spy``: serve the guardian spy's gRPC API from files, stdin or history, or watch one.
+"""``chainloom spy``: serve the guardian spy's gRPC API from files, stdin or history, or watch one;
+serve a guardian's public API (GetSignedVAA) from files.
 
 ``serve`` is how tests and the demo feed a listener, and how operators replay VAAs into a
 relayer: it speaks ``spy.v1.SpyRPCService/SubscribeSignedVAA`` exactly, so anything that
@@ -244,6 +245,79 @@ async def _sources(options: ServeOptions) -> AsyncIterator[bytes]:
             if decoded is not None:
                 yield decoded
         await reader
+
+
+@spy.command("serve-public-api")
+@click.option(
+    "--listen",
+    "address",
+    default="127.0.0.1:7071",
+    show_default=True,
+    help="host:port to serve on (port 0 picks a free port).",
+)
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="A file of signed VAAs, one hex or base64 per line (repeatable).",
+)
+@click.option(
+    "--withhold",
+    multiple=True,
+    metavar="CHAIN/EMITTER/SEQ[-SEQ]",
+    help="Answer NOT_FOUND for these even though the files hold them (repeatable).",
+)
+@click.option(
+    "--fail",
+    multiple=True,
+    metavar="CHAIN/EMITTER/SEQ[-SEQ]",
+    help="Answer INTERNAL for these (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the final counters as JSON.")
+def serve_public_api(
+    address: str,
+    files: tuple[str, ...],
+    withhold: tuple[str, ...],
+    fail: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Serve the guardian public API's GetSignedVAA from files of signed VAAs.
+
+    A stand-in for a guardian's ``publicrpc.v1.PublicRPCService`` (plaintext gRPC) for
+    gap backfill in tests and demos: a VAA not in the files is NOT_FOUND. SIGINT and SIGTERM
+    stop it (exit 0, counters printed); a bad file or selection exits 2.
+    """
+    import dataclasses
+    import signal
+    import threading
+
+    from chainloom.testing.publicrpc_server import (
+        PublicRpcServer,
+        PublicRpcServicer,
+        load_archive,
+        parse_selection,
+    )
+
+    for name in files:
+        check_input_file(name, option="--file")
+    archive = load_archive(files)
+    withheld = set().union(*(parse_selection(text) for text in withhold))
+    failing = set().union(*(parse_selection(text) for text in fail))
+    server = PublicRpcServer(PublicRpcServicer(archive, withhold=withheld, fail=failing), address)
+    server.start()
+    click.echo(f"public-api: {len(archive)} VAAs, listening on {server.target}", err=True)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    stop.wait()
+    server.stop()
+    counters = dataclasses.asdict(server.servicer.counters)
+    if as_json:
+        click.echo(json.dumps(counters))
+    else:
+        click.echo(" ".join(f"{k}={v}" for k, v in counters.items()), err=True)
 
 
 @spy.command()

@@ -521,6 +521,26 @@ class BigtableTables:
                 if remaining is not None:
                     remaining -= 1
 
+    def scan_event_keys(
+        self, start: str | None, end: str | None, *, limit: int | None = None
+    ) -> Iterator[str]:
+        """Row keys of the events table in ``[start, end)`` (None: unbounded), ascending,
+        streamed.
+
+        Keys only: one cell per row with its value stripped (Bigtable has no keys-only read,
+        this is its documented equivalent), so a scan over millions of rows moves little more
+        than the keys.
+        """
+        row_filter = rf.RowFilterChain(
+            [rf.CellsRowLimitFilter(1), rf.StripValueTransformerFilter(True)]
+        )
+        query = ReadRowsQuery(
+            row_ranges=[RowRange(start, end)], limit=limit or 0, row_filter=row_filter
+        )
+        with store_calls(self.settings):
+            for row in self.events.read_rows_stream(query):
+                yield row.row_key.decode()
+
     def scan_index(
         self, start: str, end: str, *, limit: int | None = None, keys_only: bool = False
     ) -> list[tuple[str, dict[str, bytes]]]:

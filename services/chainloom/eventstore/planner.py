@@ -99,7 +99,7 @@ class RowPlan:
     conditional: bool
     """Write ``cells`` only if ``QuorumState:SignedVAA`` is still absent."""
     index: tuple[IndexEntry, ...] = field(default=())
-    """Index-table cells to write once the events row is written."""
+    """Index-table cells that go with ``cells`` (the writer stores them first)."""
     conflict_digest: str | None = None
     """The incoming VAA's digest when it conflicts with the stored one."""
 

@@ -8,7 +8,7 @@ scanned the whole table to find a transaction).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,6 +144,39 @@ class EventReader:
                 if limit is not None and len(found) >= limit:
                     break
         return found
+
+    def emitters(self, chain: int | None = None) -> Iterator[tuple[int, str]]:
+        """Every (chain, emitter) with a row, in row-key order (of one chain if given).
+
+        A skip scan: one single-row read per emitter, each starting just past the previous
+        emitter's keys (``;`` sorts right after ``:``), so the cost is the number of emitters,
+        not of rows.
+        """
+        start: str | None = None if chain is None else keys.chain_prefix(chain)
+        end = None if chain is None else f"{chain};"
+        while True:
+            first = next(iter(self.tables.scan_event_keys(start, end, limit=1)), None)
+            if first is None:
+                return
+            key = MessageKey.parse(first)
+            yield key.chain, key.emitter
+            start = f"{key.chain}:{key.emitter};"
+
+    def sequences(
+        self, chain: int, emitter: str, *, from_seq: int = 0, to_seq: int = MAX_SEQUENCE
+    ) -> Iterator[int]:
+        """The sequences stored for one emitter within ``from_seq..to_seq``, ascending.
+
+        Row keys only (:meth:`BigtableTables.scan_event_keys`), one key range per sequence
+        width (:func:`keys.sequence_key_ranges`) with the longer keys a range also spans left out.
+        """
+        normalized = keys.normalize_emitter(emitter)
+        for start, end in keys.sequence_key_ranges(chain, normalized, from_seq, to_seq):
+            width = len(start.rsplit(":", 1)[1])
+            for row_key in self.tables.scan_event_keys(start, end + "\x00"):
+                sequence_text = row_key.rsplit(":", 1)[1]
+                if len(sequence_text) == width:
+                    yield int(sequence_text)
 
     def recent(
         self, chain: int, *, limit: int = 20, families: Sequence[str] | None = None

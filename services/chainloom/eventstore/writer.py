@@ -24,6 +24,10 @@ Why it is shaped this way:
   names the endpoint and cause and says how many are still queued (a later :meth:`flush`
   retries them). Writing is idempotent, so a new process re-putting the same inputs finds
   the stored ones unchanged.
+* **Index rows first.** A batch's index cells are written before its events rows. Index
+  entries are planned from the cells an input adds, so a row stored just before a crash would
+  never get them on the rerun (it is found complete); written first they are simply rewritten.
+  Readers skip an index entry whose row is not there yet.
 """
 
 from __future__ import annotations
@@ -407,6 +411,22 @@ class EventWriter:
             if isinstance(item.payload, AssetMeta) and plan.cells:
                 self._remember_asset(asset_info(item.vaa.timestamp, item.payload))
 
+        # Index rows go first. They are derived from the cells a plan adds, so a row stored
+        # just before a crash would otherwise never get them: the rerun finds it complete and
+        # plans nothing. Written first, they are at worst rewritten (idempotently) by the rerun;
+        # readers skip an index entry whose row is not there yet.
+        index_rows: dict[str, list[Any]] = {}
+        for _, plan in plans:
+            for entry in plan.index:
+                index_rows.setdefault(entry.row_key, []).append(entry)
+        if index_rows:
+            failed_index = self.tables.bulk_write(
+                self.tables.index, list(index_rows.items()), timeout=left()
+            )
+            if failed_index:
+                # Nothing of the batch's events rows is written yet: the round is retried.
+                raise _index_failure(len(failed_index))
+
         retry: list[MessageInput] = []
         written: list[tuple[MessageInput, RowPlan]] = []
         guarded = self.config.conditional_quorum
@@ -444,17 +464,6 @@ class EventWriter:
             if plan.row_key in lost_rows or id(item) in failed:
                 continue
             written.append((item, plan))
-        index_rows: dict[str, list[Any]] = {}
-        for _, plan in written:
-            for entry in plan.index:
-                index_rows.setdefault(entry.row_key, []).append(entry)
-        if index_rows:
-            failed_index = self.tables.bulk_write(
-                self.tables.index, list(index_rows.items()), timeout=left()
-            )
-            if failed_index:
-                # Index cells are idempotent; rewrite the whole batch's entries next time.
-                raise _index_failure(len(failed_index))
         return written, retry
 
     # --- enrichment context ----------------------------------------------------------------

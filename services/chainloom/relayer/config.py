@@ -13,7 +13,7 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
     spy_buffer: 10000                    # VAAs held between the stream and the intake
     spy_overflow: block                  # when full: block (push back) or drop (and count)
     rest: {host: 0.0.0.0, port: 4201, max_request_bytes: 65536,
-           header_timeout: 20, body_timeout: 20}   # seconds; see chainloom.relayer.rest
+           header_timeout: 20, body_timeout: 20}   # seconds; see docs/relayer-api.md
     guardian_sets: {source: mainnet}     # mainnet | devnet | path of a guardian-set file
     payload3: false                      # also relay payload-3 transfers (with a payload)
     known_emitters: [mainnet, {chain: 2, address: "0x..."}]

@@ -1,11 +1,12 @@
 """The listener: the spy stream and the REST endpoint, both feeding one intake.
 
 Why a module of its own: the intake (:mod:`chainloom.relayer.intake`) decides VAAs and knows
-no transport; the REST mapping (:mod:`chainloom.relayer.rest`) knows HTTP and nothing of
-Redis. This module only wires them: it runs the blocking intake in a small thread pool next to
+no transport; the REST mapping (:mod:`chainloom.relayer.rest`) knows routes and answers and
+nothing of Redis; the HTTP server (:mod:`chainloom.http_server`) knows the wire and no
+route. This module only wires them: it runs the blocking intake in a small thread pool next to
 the asyncio loop that serves gRPC and HTTP (one pooled Redis client is shared by every
 thread), subscribes to the spy, serves REST, and answers readiness and counters for both.
-The import direction is one way: listener -> rest -> intake.
+The import direction is one way: listener -> rest -> intake (and rest -> http_server).
 
 Readiness also reports how Redis persists the tables (:func:`read_persistence`), and the
 listener warns once at start when the append-only file is off: a request answered 202 lives
@@ -23,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from chainloom.http_server import HttpServer, Limits
 from chainloom.relayer._redis import sync, text
 from chainloom.relayer.intake import Intake, IntakeResult, Outcome
-from chainloom.relayer.rest import RestServer
+from chainloom.relayer.rest import RestApi
 
 if TYPE_CHECKING:
     from chainloom.relayer.config import RestSettings
@@ -82,7 +84,7 @@ class Listener:
         self.spy_workers = spy_workers
         self.port = 0
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="intake")
-        self._server: RestServer | None = None
+        self._server: HttpServer | None = None
         self._spy_task: asyncio.Task[None] | None = None
         self._started = False
 
@@ -136,8 +138,9 @@ class Listener:
         # In the pool, not awaited: an unreachable Redis must not hold up the REST server.
         self._executor.submit(self._warn_if_volatile)
         if self.rest is not None:
-            self._server = RestServer(self, self.rest)
+            self._server = rest_server(self, self.rest)
             self.port = await self._server.start()
+            log.info("listener: REST on %s:%d", self.rest.host, self.port)
         if self.spy is not None:
             self._spy_task = asyncio.create_task(self._consume_spy(self.spy))
 
@@ -183,7 +186,7 @@ class Listener:
             await self.stop()
 
     async def stop(self) -> None:
-        """Stop the spy subscription and the REST server; wait for in-flight intakes."""
+        """Stop the spy subscription and the REST server; wait for in-flight requests."""
         if self.spy is not None:
             self.spy.stop()
         if self._spy_task is not None:
@@ -194,6 +197,17 @@ class Listener:
             await self._server.stop()
             self._server = None
         self._executor.shutdown(wait=True)
+
+
+def rest_server(listener: Listener, config: RestSettings) -> HttpServer:
+    """The REST endpoint of ``listener`` on the address and within the limits of ``config``."""
+    limits = Limits(
+        max_body_bytes=config.max_request_bytes,
+        header_timeout=config.header_timeout,
+        body_timeout=config.body_timeout,
+    )
+    api = RestApi(listener, max_request_bytes=config.max_request_bytes)
+    return HttpServer(api, config.host, config.port, limits)
 
 
 def _address(client: redis.Redis) -> str:

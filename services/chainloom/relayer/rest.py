@@ -1,4 +1,4 @@
-"""The listener's REST endpoint (aiohttp): intake outcomes as HTTP answers, and health probes.
+"""The listener's REST endpoint: intake outcomes as HTTP answers, and health probes.
 
 Why these routes: ``POST /v1/relay`` is the safe way to hand over a VAA (standard base64 holds
 ``/`` and ``+``, fragile in a URL path); ``GET /relayvaa/{base64}`` is kept because the
@@ -7,21 +7,15 @@ queued, 200 already known (and where), 422 rejected (and why), 400 malformed, 41
 503 when Redis is unreachable - and the body always says the same in JSON. See
 ``docs/relayer-api.md``.
 
-This module is the only place that knows HTTP: the intake (:mod:`chainloom.relayer.intake`)
-answers with an :class:`~chainloom.relayer.intake.Outcome`, :data:`HTTP_STATUS` maps it to a
-code, and :func:`response_body` writes the documented JSON. It serves anything shaped like
-:class:`IntakeService`; :mod:`chainloom.relayer.listener` wires the real one.
-
-The endpoint faces the open network, so hostile HTTP is part of its contract. Wrong methods and
-paths get JSON like every other answer. A client that lies about its body (a Content-Length
-longer than what it sends, a huge chunk size) or trickles it is answered 408 after
-``body_timeout``; one that never finishes its head (slowloris) is disconnected after
-``header_timeout`` - aiohttp's keep-alive timer, which it arms when a connection opens and
-which closes a connection still waiting for a complete head. Requests aiohttp's parser refuses
-(bad Content-Length, Content-Length with chunked, oversized header lines, bad request lines)
-are answered 400 by aiohttp itself, in plain text: it builds that answer before any route or
-middleware runs and has no public hook to change it. What this module can change is the log:
-aiohttp logs each of them with a traceback, and the logger handed to it turns that into one line.
+This module maps requests to answers and does no I/O of its own: the intake
+(:mod:`chainloom.relayer.intake`) answers with an :class:`~chainloom.relayer.intake.Outcome`,
+:data:`HTTP_STATUS` maps it to a code, and :func:`response_body` writes the documented JSON.
+:class:`RestApi` routes whole requests (404, 405 with ``Allow``) to anything shaped like
+:class:`IntakeService`. The bytes on the wire are :mod:`chainloom.http_server`'s
+(h11): it reads and bounds requests (header and body timeouts, size limits) and answers what
+is not well-formed HTTP itself - through :meth:`RestApi.refusal`, so that those answers are the
+same JSON (:func:`error_response`, the ``status`` words of :data:`ERROR_STATUS`) as every other.
+:mod:`chainloom.relayer.listener` wires the two to the real intake.
 """
 
 from __future__ import annotations
@@ -31,23 +25,14 @@ import json
 import logging
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from aiohttp import web
-from aiohttp.http import HttpProcessingError
-
+from chainloom.http_server import Request, Response
 from chainloom.relayer.intake import IntakeResult, Outcome
 from chainloom.relayer.validation import decode_text
 from chainloom.wormhole.errors import WormholeError
 
-if TYPE_CHECKING:
-    from chainloom.relayer.config import RestSettings
-
 log = logging.getLogger(__name__)
-http_log = logging.getLogger(f"{__name__}.http")
-"""The logger handed to aiohttp's server: its records of refused requests become one line."""
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 ROUTES = ["POST /v1/relay", "GET /relayvaa/<vaaInBase64>", "GET /healthz", "GET /readyz",
           "GET /v1/stats", "GET /metrics"]  # fmt: skip
@@ -62,7 +47,7 @@ HTTP_STATUS: Mapping[Outcome, int] = {
 """The HTTP status code answered for each intake outcome."""
 
 TOO_LARGE = 413
-"""The code for a request over ``rest.max_request_bytes`` (decided here, before the intake)."""
+"""The code for a request over ``rest.max_request_bytes``."""
 
 ERROR_STATUS: Mapping[int, str] = {
     400: "malformed",
@@ -70,8 +55,12 @@ ERROR_STATUS: Mapping[int, str] = {
     405: "method_not_allowed",
     408: "timeout",
     413: "too_large",
+    431: "head_too_large",
+    500: "error",
+    501: "not_implemented",
+    505: "version_not_supported",
 }
-"""The ``status`` word of each error code the endpoint answers; any other is ``error``."""
+"""The ``status`` word of each error code the endpoint answers."""
 
 
 class IntakeService(Protocol):
@@ -102,200 +91,130 @@ def response_body(result: IntakeResult) -> dict[str, Any]:
     return body
 
 
-def _answer(result: IntakeResult) -> web.Response:
-    return web.json_response(response_body(result), status=HTTP_STATUS[result.outcome])
+def error_response(status: int, reason: str) -> Response:
+    """The documented JSON error answer: ``{"status": <word of the code>, "reason": ...}``."""
+    return _json({"status": ERROR_STATUS.get(status, "error"), "reason": reason}, status)
 
 
-def _malformed(reason: str) -> web.Response:
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(status, json.dumps(body).encode())
+
+
+def _answer(result: IntakeResult) -> Response:
+    return _json(response_body(result), HTTP_STATUS[result.outcome])
+
+
+def _malformed(reason: str) -> Response:
     return _answer(IntakeResult(Outcome.MALFORMED, reason=reason))
 
 
-def _too_large(reason: str) -> web.Response:
-    return web.json_response({"status": "too_large", "reason": reason}, status=TOO_LARGE)
+def _too_large(reason: str) -> Response:
+    return _json({"status": "too_large", "reason": reason}, TOO_LARGE)
 
 
-def _refuse(request: web.BaseRequest, status: int, reason: str) -> web.Response:
-    """A JSON error answer, logged in one line (the path as sent: no decoded line breaks)."""
-    http_log.info(
-        "listener: answered %d to %s %s from %s: %s",
-        status, request.method, _shown_path(request), request.remote, reason,
-    )  # fmt: skip
-    return web.json_response(
-        {"status": ERROR_STATUS.get(status, "error"), "reason": reason}, status=status
-    )
-
-
-def _shown_path(request: web.BaseRequest) -> str:
-    path = request.raw_path
+def _shown(path: str) -> str:
+    """A path for answers and log lines: as sent (no decoded line breaks), at most 200 chars."""
     return path if len(path) <= 200 else path[:200] + "..."
 
 
-@web.middleware
-async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """aiohttp's own errors (no such route, wrong method) as the documented JSON."""
-    try:
-        return await handler(request)
-    except web.HTTPException as error:
-        if error.status < 400:
-            raise
-        if isinstance(error, web.HTTPMethodNotAllowed):
-            allowed = ", ".join(sorted(error.allowed_methods))
-            path = _shown_path(request)
-            reason = f"{request.method} is not allowed on {path} (allowed: {allowed})"
-            answer = _refuse(request, error.status, reason)
-            answer.headers["Allow"] = error.headers["Allow"]
-            return answer
-        if isinstance(error, web.HTTPNotFound):
-            reason = f"no route {request.method} {_shown_path(request)} (GET / lists the routes)"
-            return _refuse(request, error.status, reason)
-        return _refuse(request, error.status, error.reason)
+Route = Callable[[Request], Awaitable[Response]]
+
+LEGACY_PREFIX = "/relayvaa/"
 
 
-def _bad_request_in_one_line(record: logging.LogRecord) -> bool:
-    """Rewrite aiohttp's record of a request its parser refused: one INFO line, no traceback.
+class RestApi:
+    """The routes of the endpoint, served by :class:`chainloom.http_server.HttpServer`.
 
-    aiohttp logs these at ERROR with the parser's traceback (at DEBUG for a first request that
-    is not HTTP at all, e.g. TLS on the plain port). The peer is in its message; the parser's
-    reason spans lines (the offending bytes and a caret under them) and is folded into one.
+    Requests arrive whole (the server has read and bounded the body); each route answers with a
+    :class:`~chainloom.http_server.Response`. ``max_request_bytes`` also bounds the VAA
+    text of ``GET /relayvaa/...``. A ``GET`` route answers ``HEAD`` too.
     """
-    error = record.exc_info[1] if record.exc_info else None
-    if isinstance(error, HttpProcessingError):
-        what = record.getMessage()
-        reason = " ".join(line.strip() for line in error.message.splitlines() if line.strip(" ^"))
-        record.msg = "listener: bad HTTP request, answered 400 (%s): %s"
-        record.args = (what[:1].lower() + what[1:], reason)
-        record.exc_info = None
-        record.exc_text = None
-        if record.levelno > logging.INFO:
-            record.levelno, record.levelname = logging.INFO, "INFO"
-    return True
 
+    def __init__(self, listener: IntakeService, *, max_request_bytes: int) -> None:
+        self.listener = listener
+        self.limit = max_request_bytes
+        self._routes: dict[str, dict[str, Route]] = {
+            "/v1/relay": {"POST": self._relay},
+            "/healthz": {"GET": self._healthz},
+            "/readyz": {"GET": self._readyz},
+            "/v1/stats": {"GET": self._stats},
+            "/metrics": {"GET": self._metrics},
+            "/": {"GET": self._index},
+        }
+        self._legacy: dict[str, Route] = {"GET": self._relay_legacy}
 
-http_log.addFilter(_bad_request_in_one_line)
+    async def respond(self, request: Request) -> Response:
+        """Route one request; 404 and 405 are answered (and logged) here."""
+        path = request.path
+        if path.startswith(LEGACY_PREFIX) and len(path) > len(LEGACY_PREFIX):
+            methods = self._legacy
+        else:
+            methods = self._routes.get(path, {})
+        if not methods:
+            reason = f"no route {request.method} {_shown(path)} (GET / lists the routes)"
+            return self._refuse(request, 404, reason)
+        route = methods.get("GET" if request.method == "HEAD" else request.method)
+        if route is None:
+            allowed = sorted({*methods, *(["HEAD"] if "GET" in methods else [])})
+            reason = (
+                f"{request.method} is not allowed on {_shown(path)} (allowed: {', '.join(allowed)})"
+            )
+            answer = self._refuse(request, 405, reason)
+            return Response(answer.status, answer.body, headers=(("Allow", ", ".join(allowed)),))
+        return await route(request)
 
+    def refusal(self, status: int, reason: str) -> Response:
+        """The JSON the HTTP server answers with when it refuses a request itself."""
+        return error_response(status, reason)
 
-def build_app(listener: IntakeService, config: RestSettings) -> web.Application:
-    """The aiohttp application serving ``listener``.
+    @staticmethod
+    def _refuse(request: Request, status: int, reason: str) -> Response:
+        log.info(
+            "listener: answered %d to %s %s from %s: %s",
+            status, request.method, _shown(request.path), request.peer, reason,
+        )  # fmt: skip
+        return error_response(status, reason)
 
-    ``config.body_timeout``: seconds a request body may take to arrive once its head did; then
-    408.
-    """
-    limit = config.max_request_bytes
-    body_timeout = config.body_timeout
-    # aiohttp refuses larger bodies itself; our handler answers first with a JSON 413.
-    app = web.Application(client_max_size=limit + 1, middlewares=[_json_errors])
-
-    async def read_body(request: web.Request) -> bytes | web.Response:
-        """The whole request body, or the answer refusing it (413, 408 or 400)."""
-        if request.content_length is not None and request.content_length > limit:
-            return _too_large(f"request body exceeds {limit} bytes")
-        parts: list[bytes] = []
-        size = 0
+    async def _relay(self, request: Request) -> Response:
         try:
-            async with asyncio.timeout(body_timeout):
-                while chunk := await request.content.read(65536):
-                    size += len(chunk)
-                    if size > limit:
-                        return _too_large(f"request body exceeds {limit} bytes")
-                    parts.append(chunk)
-        except TimeoutError:
-            answer = _refuse(request, 408, f"request body not received within {body_timeout:g} s")
-            answer.force_close()
-            return answer
-        except (ConnectionError, asyncio.IncompleteReadError, web.RequestPayloadError):
-            return _malformed("incomplete request body")
-        return b"".join(parts)
-
-    async def relay(request: web.Request) -> web.Response:
-        body = await read_body(request)
-        if isinstance(body, web.Response):
-            return body
-        try:
-            document = json.loads(body)
+            document = json.loads(request.body)
         except (ValueError, UnicodeDecodeError):
             return _malformed('body is not JSON; send {"vaa": "<base64 or hex>"}')
         if not isinstance(document, dict) or not isinstance(document.get("vaa"), str):
             return _malformed('body must be a JSON object {"vaa": "<base64 or hex>"}')
-        return await _submit_text(document["vaa"])
+        return await self._submit_text(document["vaa"])
 
-    async def relay_legacy(request: web.Request) -> web.Response:
-        text = urllib.parse.unquote(request.match_info["vaa"])
-        if len(text) > limit:
-            return _too_large(f"VAA in the path exceeds {limit} characters")
-        return await _submit_text(text)
+    async def _relay_legacy(self, request: Request) -> Response:
+        text = urllib.parse.unquote(request.path[len(LEGACY_PREFIX) :])
+        if len(text) > self.limit:
+            return _too_large(f"VAA in the path exceeds {self.limit} characters")
+        return await self._submit_text(text)
 
-    async def _submit_text(text: str) -> web.Response:
+    async def _submit_text(self, text: str) -> Response:
         try:
             data = decode_text(text)
         except WormholeError as error:
             return _malformed(f"vaa is not hex or base64: {error}")
-        return _answer(await listener.submit(data, source="rest"))
+        return _answer(await self.listener.submit(data, source="rest"))
 
-    async def healthz(_: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
+    async def _healthz(self, _: Request) -> Response:
+        return _json({"status": "ok"})
 
-    async def readyz(_: web.Request) -> web.Response:
+    async def _readyz(self, _: Request) -> Response:
         loop = asyncio.get_running_loop()
-        ok, details = await loop.run_in_executor(None, listener.ready)
+        ok, details = await loop.run_in_executor(None, self.listener.ready)
         body: dict[str, Any] = {"status": "ready" if ok else "not ready", **details}
-        return web.json_response(body, status=200 if ok else 503)
+        return _json(body, 200 if ok else 503)
 
-    async def stats(_: web.Request) -> web.Response:
-        return web.json_response(listener.stats())
+    async def _stats(self, _: Request) -> Response:
+        return _json(self.listener.stats())
 
-    async def metrics(_: web.Request) -> web.Response:
-        return web.Response(
-            text=prometheus_text(listener.stats()), content_type="text/plain", charset="utf-8"
-        )
+    async def _metrics(self, _: Request) -> Response:
+        text = prometheus_text(self.listener.stats())
+        return Response(200, text.encode(), content_type="text/plain; charset=utf-8")
 
-    async def index(_: web.Request) -> web.Response:
-        return web.json_response(ROUTES)
-
-    app.router.add_post("/v1/relay", relay)
-    app.router.add_get("/relayvaa/{vaa:.+}", relay_legacy)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/v1/stats", stats)
-    app.router.add_get("/metrics", metrics)
-    app.router.add_get("/", index)
-    return app
-
-
-class RestServer:
-    """The REST endpoint bound to its address: start it, learn its port, stop it.
-
-    ``config.header_timeout`` (seconds, default 20) bounds how long a client may take to send a
-    complete request head, counted from when it connects or from its previous answer on a
-    kept-alive connection; then the connection is closed without an answer. It is aiohttp's
-    keep-alive timeout, so it is also how long an idle kept-alive connection stays open.
-    ``config.body_timeout`` (seconds, default 20) bounds how long a ``POST /v1/relay`` body may take
-    once its head arrived (408), and how long the server keeps reading and discarding a body it
-    did not need before it closes the connection.
-    """
-
-    def __init__(self, listener: IntakeService, config: RestSettings) -> None:
-        self.config = config
-        self.port = 0
-        self._runner = web.AppRunner(
-            build_app(listener, config),
-            access_log=None,
-            logger=http_log,
-            keepalive_timeout=config.header_timeout,
-            lingering_time=config.body_timeout,
-        )
-
-    async def start(self) -> int:
-        """Bind and serve; returns the port (the chosen one when ``rest.port`` is 0)."""
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.config.host, self.config.port).start()
-        addresses = self._runner.addresses
-        self.port = int(addresses[0][1]) if addresses else self.config.port
-        log.info("listener: REST on %s:%d", self.config.host, self.port)
-        return self.port
-
-    async def stop(self) -> None:
-        """Stop serving and close every connection."""
-        await self._runner.cleanup()
+    async def _index(self, _: Request) -> Response:
+        return _json(ROUTES)
 
 
 def prometheus_text(stats: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from chainloom.settings.parts import (
     BigtableSettings,
     CassandraSettings,
     GuardianSetSettings,
+    PublicRpcSettings,
     RedisSettings,
     redact_url,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "BigtableSettings",
     "CassandraSettings",
     "GuardianSetSettings",
+    "PublicRpcSettings",
     "RedisSettings",
     "ServiceSettings",
     "SettingsError",

@@ -210,3 +210,31 @@ class GuardianSetSettings(Part):
         if self.source == "devnet":
             return GuardianSets.devnet()
         return GuardianSets.from_file(self.source)
+
+
+class PublicRpcBackoffSettings(BackoffSettings):
+    """The wait between rounds of asking the public API: seconds, not an outage's hours."""
+
+    initial: float = Field(default=0.5, ge=0, description="Seconds of the first wait.")
+    maximum: float = Field(default=5.0, ge=0, description="Upper bound of any wait, seconds.")
+
+
+class PublicRpcSettings(Part):
+    """Guardian public-API endpoints (``publicrpc.v1.PublicRPCService/GetSignedVAA``) that
+    missed VAAs are fetched from (see ``chainloom.publicrpc``)."""
+
+    endpoints: tuple[str, ...] = Field(
+        default=(),
+        description="gRPC endpoints, asked in this order: host:port (plaintext) or "
+        "https://host[:port] (TLS with the system's roots).",
+    )
+    timeout: float = Field(default=5.0, gt=0, description="Seconds one call may take.")
+    rounds: int = Field(
+        default=3,
+        ge=1,
+        description="Times the endpoints that failed (not the ones that answered NotFound) "
+        "are asked again for one message, with a backoff between rounds.",
+    )
+    backoff: PublicRpcBackoffSettings = Field(
+        default_factory=PublicRpcBackoffSettings, description="The wait between rounds."
+    )

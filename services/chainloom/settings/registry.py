@@ -2,7 +2,7 @@
 
 Entries are import paths, resolved on use, so this package never imports the services that
 build on it (nor the Spark jobs, an entry point of their own). Services register here as they
-gain a model (the indexer follows: ``indexer`` -> ``IndexerSettings``).
+gain a model.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ SERVICES: dict[str, str] = {
     "relayer": "chainloom.relayer.config:RelayerSettings",
     "eventstore": "chainloom.eventstore.config:EventStoreSettings",
     "ledger": "chainloom.ledger.config:LedgerSettings",
+    "indexer": "chainloom.indexer.config:IndexerSettings",
     "spark": "chainloom_spark.settings:SparkJobSettings",
 }
 """Service name -> its settings model (a ServiceSettings, loadable from all four sources)."""
@@ -27,6 +28,7 @@ PARTS: dict[str, str] = {
     "cassandra": "chainloom.settings.parts:CassandraSettings",
     "backoff": "chainloom.settings.parts:BackoffSettings",
     "guardian-sets": "chainloom.settings.parts:GuardianSetSettings",
+    "public-rpc": "chainloom.settings.parts:PublicRpcSettings",
 }
 """Shared part name -> its model."""
 

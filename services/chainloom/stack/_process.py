@@ -50,6 +50,16 @@ def choose_port(component: str, previous: Running | None, variable: str | None =
     return free_port()
 
 
+def reuse_port(previous: Running | None, key: str) -> int:
+    """A secondary port (peer, storage, JMX) recorded as ``previous.extra[key]`` if it is free
+    again, else a free one: a restarted server that keeps its data also keeps its own view of
+    itself (etcd stores its peer URL, Cassandra its storage endpoint)."""
+    recorded = previous.extra.get(key, "") if previous is not None else ""
+    if recorded.isdigit() and not port_open("127.0.0.1", int(recorded)):
+        return int(recorded)
+    return free_port()
+
+
 def recorded_port(previous: Running | None) -> int | None:
     """The port of a recorded ``host:port`` address (None for tools, whose address is a path)."""
     if previous is None:

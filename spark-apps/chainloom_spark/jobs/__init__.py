@@ -17,6 +17,7 @@ from collections.abc import Callable
 JOBS: dict[str, str] = {
     "vaa-ingest": "chainloom_spark.jobs.vaa_ingest",
     "ledger-load": "chainloom_spark.jobs.ledger_load",
+    "gap-backfill": "chainloom_spark.jobs.gap_backfill",
 }
 """Job name -> the module holding its ``main``."""
 

@@ -231,7 +231,7 @@ def _input_format(path: str, chosen: str) -> str:
     return "lines"
 
 
-def check_input(path: str) -> None:
+def check_input(path: str, option: str = "--input") -> None:
     """A local input that does not exist is refused before Spark starts (exit 2)."""
     import glob
 
@@ -240,9 +240,9 @@ def check_input(path: str) -> None:
         return
     if glob.has_magic(local):
         if not glob.glob(local):
-            raise JobInputError(f"--input {path}: no file matches")
+            raise JobInputError(f"{option} {path}: no file matches")
     elif not os.path.exists(local):
-        raise JobInputError(f"--input {path}: does not exist")
+        raise JobInputError(f"{option} {path}: does not exist")
 
 
 def check_store(location: BigtableSettings, timeout: float = 5.0) -> None:

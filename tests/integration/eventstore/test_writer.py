@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from chainloom.eventstore import schema
-from chainloom.eventstore.bigtable import BigtableTables
+from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.eventstore.enrichment import WrappedAsset
 from chainloom.eventstore.errors import UnverifiedVAAError
 from chainloom.eventstore.planner import Outcome
 from chainloom.eventstore.prices import FilePriceSource
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.schema import Q
-from chainloom.eventstore.writer import EventWriter
+from chainloom.eventstore.writer import EventWriter, WriterConfig
+from chainloom.settings import BigtableSettings
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, mainnet_emitters, parse_vaa
 from chainloom.wormhole.errors import VAAParseError
@@ -291,3 +293,54 @@ def test_publication_observed_first_then_signatures_then_quorum(tables: Bigtable
     assert [m.key.message_id for m in reader.by_tx(tx.upper().replace("0X", "0x"))] == [
         signed.message_id
     ]
+
+
+class _Crash(BaseException):
+    """Stands for the process dying: nothing after it runs, nothing catches it."""
+
+
+class _DiesAfterWrites(BigtableTables):
+    """Real tables whose process 'dies' once ``survive`` writes have reached the server."""
+
+    def __init__(self, settings: BigtableSettings, survive: int) -> None:
+        super().__init__(settings)
+        self.left = survive
+
+    def _one_more(self) -> None:
+        if self.left == 0:
+            raise _Crash
+        self.left -= 1
+
+    def bulk_write(self, *args: Any, **kwargs: Any) -> list[int]:
+        self._one_more()
+        return super().bulk_write(*args, **kwargs)
+
+    def write_many_if_unsigned(self, *args: Any, **kwargs: Any) -> list[bool]:
+        self._one_more()
+        return super().write_many_if_unsigned(*args, **kwargs)
+
+
+@pytest.mark.parametrize("survive", [1, 2, 3, 4, 5])
+def test_a_writer_killed_between_writes_resumes_to_the_same_tables(
+    settings: BigtableSettings, survive: int
+) -> None:
+    """Kill the writer between its writes (three batches, two writes each) and put everything
+    again: the events and index tables equal a run's that never stopped, index rows included."""
+    small = WriterConfig(flush_rows=10)
+    vaas = [_transfer_vaa(sequence).to_bytes() for sequence in range(1, 31)]
+    with _DiesAfterWrites(settings, survive) as dying:
+        writer = _writer(dying, config=small)
+        with pytest.raises(_Crash):
+            writer.put_many(vaas)
+    with BigtableTables(settings) as tables, _writer(tables, config=small) as writer:
+        writer.put_many(vaas)
+        resumed = dict(tables.scan_events([("", "~")])), tables.scan_index("", "~")
+
+    clean_settings = settings.model_copy(update={"table": settings.table + "-clean"})
+    ensure_schema(clean_settings)
+    with BigtableTables(clean_settings) as tables, _writer(tables, config=small) as writer:
+        writer.put_many(vaas)
+        clean = dict(tables.scan_events([("", "~")])), tables.scan_index("", "~")
+    assert len(clean[0]) == len(vaas)
+    assert resumed[0] == clean[0]
+    assert resumed[1] == clean[1]

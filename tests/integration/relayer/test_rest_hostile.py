@@ -1,8 +1,9 @@
 """The REST endpoint under hostile HTTP, over raw loopback sockets against a real listener.
 
-Broken framing gets a 400 and one log line (no traceback); wrong methods and paths get the
-documented JSON; a client that lies about its body or trickles its head is cut off by the body
-and header timeouts, and a hundred such clients do not keep a normal one waiting.
+Broken framing, oversized heads, unsupported versions and codings, wrong methods and paths all
+get the documented JSON error (``Content-Type: application/json``, ``{"status", "reason"}``) and
+one log line without a traceback; a client that lies about its body or trickles its head is cut
+off by the body and header timeouts, and a hundred such clients do not keep a normal one waiting.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import redis
 from chainloom.relayer.config import RestSettings
 from chainloom.relayer.intake import Intake
 from chainloom.relayer.listener import Listener
+from chainloom.relayer.rest import ERROR_STATUS
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from tests.ingest_support import GUARDIANS, dev_policy
@@ -109,55 +111,153 @@ def head(method: str, path: str, *headers: str) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
+SERVER_LOGGERS = ("chainloom.http_server", "chainloom.relayer.rest")
+
+
 def server_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     """What the HTTP server and the REST endpoint logged (not the test's own client)."""
-    return [
-        r
-        for r in caplog.records
-        if r.name.startswith(("aiohttp", "chainloom.relayer.rest"))
-        and "REST on" not in r.getMessage()
-    ]
+    return [r for r in caplog.records if r.name.startswith(SERVER_LOGGERS)]
 
 
-# Requests the HTTP parser refuses before any route sees them.
-BROKEN_FRAMING = {
-    "content-length not a number": head("POST", "/v1/relay", "Content-Length: abc"),
-    "negative content-length": head("POST", "/v1/relay", "Content-Length: -5"),
-    "content-length and chunked": head(
-        "POST", "/v1/relay", "Content-Length: 5", "Transfer-Encoding: chunked"
-    )
-    + b"0\r\n\r\n",
-    "two content-lengths": head("POST", "/v1/relay", "Content-Length: 2", "Content-Length: 3"),
-    "header line too long": head("GET", "/healthz", "X-Big: " + "a" * 9000),
-    "too many headers": head("GET", "/healthz", *(f"X-{i}: 1" for i in range(200))),
-    "request line too long": head("GET", "/" + "a" * 9000),
-    "method not a token": head("G@T", "/healthz"),
-    "not an HTTP request line": b"hello there\r\n\r\n",
-    "unknown HTTP version": b"GET /healthz HTTP/9.9\r\nHost: relayer\r\n\r\n",
-    "bad chunk size": head("POST", "/v1/relay", "Transfer-Encoding: chunked") + b"zz\r\n{}\r\n",
+def assert_no_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """Nothing at all (server, asyncio, the listener) logged a traceback or a multi-line record."""
+    for record in caplog.records:
+        assert record.exc_info is None, record.getMessage()
+        assert "\n" not in record.getMessage(), record.getMessage()
+    assert "Traceback" not in caplog.text
+
+
+def assert_one_line(caplog: pytest.LogCaptureFixture, expected: str) -> None:
+    """The server logged exactly ``expected``, once, and no traceback anywhere."""
+    assert [r.getMessage() for r in server_records(caplog)] == [expected]
+    assert_no_traceback(caplog)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A request the server refuses before any route sees it, and what it must answer."""
+
+    request: bytes
+    status: int
+    reason: str
+    logged_as: str = "a malformed request"
+    """How the log line names the request (its request line once that was read)."""
+
+
+RELAY = "POST /v1/relay"
+
+# Heads the server refuses on their own, whatever follows them.
+REFUSED_HEADS = {
+    "content-length not a number": Refused(
+        head("POST", "/v1/relay", "Content-Length: abc"), 400, "bad Content-Length"
+    ),
+    "negative content-length": Refused(
+        head("POST", "/v1/relay", "Content-Length: -5"), 400, "bad Content-Length"
+    ),
+    "two content-lengths": Refused(
+        head("POST", "/v1/relay", "Content-Length: 2", "Content-Length: 3"),
+        400,
+        "conflicting Content-Length headers",
+    ),
+    "content-length and chunked": Refused(
+        head("POST", "/v1/relay", "Content-Length: 5", "Transfer-Encoding: chunked") + b"0\r\n\r\n",
+        400,
+        "Content-Length together with Transfer-Encoding",
+        RELAY,
+    ),
+    "chunked and content-length": Refused(
+        head("POST", "/v1/relay", "Transfer-Encoding: chunked", "Content-Length: 2") + b"{}",
+        400,
+        "Content-Length together with Transfer-Encoding",
+        RELAY,
+    ),
+    "transfer coding other than chunked": Refused(
+        head("POST", "/v1/relay", "Transfer-Encoding: gzip, chunked"),
+        501,
+        "Only Transfer-Encoding: chunked is supported",
+    ),
+    "header line too long": Refused(
+        head("GET", "/healthz", "X-Big: " + "a" * 9000),
+        431,
+        "request head exceeds 8192 bytes",
+        "GET /healthz",
+    ),
+    "too many headers": Refused(
+        head("GET", "/healthz", *(f"X-{i}: 1" for i in range(200))),
+        431,
+        "request head has 201 header lines (at most 128)",
+        "GET /healthz",
+    ),
+    "request line too long": Refused(
+        head("GET", "/" + "a" * 9000),
+        431,
+        "request head exceeds 8192 bytes",
+        "GET /" + "a" * 199 + "...",
+    ),
+    "method not a token": Refused(
+        head("G@T", "/healthz"), 400, "illegal request line: b'G@T /healthz HTTP/1.1'"
+    ),
+    "not an HTTP request line": Refused(
+        b"hello there\r\n\r\n", 400, "illegal request line: b'hello there'"
+    ),
+    "tls on the plain port": Refused(
+        bytes.fromhex("160301020001") + bytes(200), 400, "illegal request line"
+    ),
+    "no host in HTTP/1.1": Refused(
+        b"GET /healthz HTTP/1.1\r\n\r\n", 400, "Missing mandatory Host: header"
+    ),
+    "unknown HTTP version": Refused(
+        b"GET /healthz HTTP/9.9\r\nHost: relayer\r\n\r\n",
+        505,
+        "HTTP/9.9 is not supported (HTTP/1.1 and HTTP/1.0 are)",
+        "GET /healthz",
+    ),
+    "bad chunk size": Refused(
+        head("POST", "/v1/relay", "Transfer-Encoding: chunked") + b"zz\r\n{}\r\n",
+        400,
+        "illegal chunk header: b'zz\\r\\n'",
+        RELAY,
+    ),
+    "declared body over the limit": Refused(
+        head("POST", "/v1/relay", "Content-Length: 5000"),
+        413,
+        "request body exceeds 4096 bytes",
+        RELAY,
+    ),
+    "chunked body over the limit": Refused(
+        head("POST", "/v1/relay", "Transfer-Encoding: chunked")
+        + b"".join(b"400\r\n" + b" " * 1024 + b"\r\n" for _ in range(5)),
+        413,
+        "request body exceeds 4096 bytes",
+        RELAY,
+    ),
 }
 
 
-@pytest.mark.parametrize("request_bytes", BROKEN_FRAMING.values(), ids=BROKEN_FRAMING.keys())
-def test_broken_framing_gets_400_and_one_log_line_without_traceback(
-    intake: Intake, caplog: pytest.LogCaptureFixture, request_bytes: bytes
+@pytest.mark.parametrize("refused", REFUSED_HEADS.values(), ids=REFUSED_HEADS.keys())
+def test_a_refused_request_gets_json_and_one_log_line_without_traceback(
+    intake: Intake, caplog: pytest.LogCaptureFixture, refused: Refused
 ) -> None:
     caplog.set_level(logging.DEBUG)
 
     async def scenario() -> None:
         async with serving(intake) as port:
-            answer = await exchange(port, request_bytes)
-            assert answer.status == 400
+            answer = await exchange(port, refused.request)
+            assert answer.status == refused.status
+            assert answer.headers["content-type"] == "application/json"
+            assert answer.headers["connection"] == "close"
+            assert answer.json() == {
+                "status": ERROR_STATUS[refused.status],
+                "reason": refused.reason,
+            }
             assert answer.seconds < SLACK  # answered at once, then closed
 
     run(scenario)
-    records = server_records(caplog)
-    assert len(records) == 1, [r.getMessage() for r in records]
-    (record,) = records
-    assert record.exc_info is None
-    assert "\n" not in record.getMessage()
-    assert record.getMessage().startswith("listener: bad HTTP request")
-    assert "127.0.0.1" in record.getMessage()
+    assert_one_line(
+        caplog,
+        f"listener: answered {refused.status} to {refused.logged_as} from 127.0.0.1: "
+        f"{refused.reason}",
+    )
 
 
 def test_wrong_methods_and_paths_get_json(intake: Intake, caplog: pytest.LogCaptureFixture) -> None:
@@ -175,6 +275,13 @@ def test_wrong_methods_and_paths_get_json(intake: Intake, caplog: pytest.LogCapt
             }
             get = await exchange(port, head("GET", "/v1/relay", "Connection: close"))
             assert (get.status, get.json()["status"]) == (405, "method_not_allowed")
+            brew = await exchange(port, head("BREW", "/healthz", "Connection: close"))
+            assert brew.status == 405
+            assert brew.headers["allow"] == "GET, HEAD"
+            assert brew.json() == {
+                "status": "method_not_allowed",
+                "reason": "BREW is not allowed on /healthz (allowed: GET, HEAD)",
+            }
             missing = await exchange(port, head("GET", "/v2/relay%0Ax", "Connection: close"))
             assert missing.status == 404
             assert missing.json() == {
@@ -183,12 +290,15 @@ def test_wrong_methods_and_paths_get_json(intake: Intake, caplog: pytest.LogCapt
             }
 
     run(scenario)
+    assert_no_traceback(caplog)
     lines = [r.getMessage() for r in server_records(caplog)]
     assert lines == [
         "listener: answered 405 to PUT /v1/relay from 127.0.0.1: "
         "PUT is not allowed on /v1/relay (allowed: POST)",
         "listener: answered 405 to GET /v1/relay from 127.0.0.1: "
         "GET is not allowed on /v1/relay (allowed: POST)",
+        "listener: answered 405 to BREW /healthz from 127.0.0.1: "
+        "BREW is not allowed on /healthz (allowed: GET, HEAD)",
         "listener: answered 404 to GET /v2/relay%0Ax from 127.0.0.1: "
         "no route GET /v2/relay%0Ax (GET / lists the routes)",
     ]
@@ -203,9 +313,7 @@ LYING_BODIES = {
         b'{"vaa": ',
     ),
     "huge chunk size declared": (CHUNKED, b"FFFFFFF\r\n{}"),
-    # Once the head is parsed, aiohttp leaves a broken chunk to the handler's read, which
-    # never ends: the body timeout is what answers it.
-    "broken chunk after the head": (CHUNKED, b"zz\r\n{}\r\n"),
+    "nothing after a chunked head": (CHUNKED, b""),
 }
 
 
@@ -219,6 +327,7 @@ def test_a_body_that_never_arrives_is_cut_off_by_the_body_timeout(
         async with serving(intake) as port:
             answer = await exchange(port, request_head, then=then)
             assert answer.status == 408
+            assert answer.headers["content-type"] == "application/json"
             assert answer.json() == {
                 "status": "timeout",
                 "reason": f"request body not received within {BODY_TIMEOUT:g} s",
@@ -227,11 +336,62 @@ def test_a_body_that_never_arrives_is_cut_off_by_the_body_timeout(
             assert BODY_TIMEOUT <= answer.seconds < 2 * BODY_TIMEOUT + SLACK
 
     run(scenario)
-    lines = [r.getMessage() for r in server_records(caplog)]
-    assert lines == [
+    assert_one_line(
+        caplog,
         f"listener: answered 408 to POST /v1/relay from 127.0.0.1: request body not received "
-        f"within {BODY_TIMEOUT:g} s"
-    ]
+        f"within {BODY_TIMEOUT:g} s",
+    )
+
+
+def test_a_broken_chunk_after_the_head_is_answered_at_once(
+    intake: Intake, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+
+    async def scenario() -> None:
+        async with serving(intake) as port:
+            answer = await exchange(port, CHUNKED, then=b"zz\r\n{}\r\n")
+            assert answer.status == 400
+            assert answer.json() == {
+                "status": "malformed",
+                "reason": "illegal chunk header: b'zz\\r\\n'",
+            }
+            assert answer.seconds < SLACK
+
+    run(scenario)
+    assert_one_line(
+        caplog,
+        "listener: answered 400 to POST /v1/relay from 127.0.0.1: "
+        "illegal chunk header: b'zz\\r\\n'",
+    )
+
+
+def test_a_body_cut_short_by_the_client_is_answered_400(
+    intake: Intake, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    reason = (
+        "peer closed connection without sending complete message body "
+        "(received 8 bytes, expected 100)"
+    )
+
+    async def scenario() -> None:
+        async with serving(intake) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(head("POST", "/v1/relay", "Content-Length: 100") + b'{"vaa": ')
+            writer.write_eof()  # the client is done sending, but still reads
+            raw = await asyncio.wait_for(reader.read(), 5)
+            writer.close()
+            status_line, newline, rest = raw.partition(b"\r\n")
+            assert status_line == b"HTTP/1.1 400 Bad Request"
+            assert b"\r\ncontent-type: application/json\r\n" in (newline + rest).lower()
+            assert json.loads(rest.partition(b"\r\n\r\n")[2]) == {
+                "status": "malformed",
+                "reason": reason,
+            }
+
+    run(scenario)
+    assert_one_line(caplog, f"listener: answered 400 to POST /v1/relay from 127.0.0.1: {reason}")
 
 
 def test_a_trickled_body_is_cut_off_although_bytes_keep_coming(intake: Intake) -> None:
@@ -310,7 +470,62 @@ def test_slowloris_clients_are_cut_off_while_a_normal_client_is_served(intake: I
             assert not any(task.done() for task in slow)  # answered while they all trickle
             cut_after = await asyncio.gather(*slow)
             assert max(cut_after) < HEADER_TIMEOUT + SLACK
-            # aiohttp checks its keep-alive deadline on a coarse timer: not before half of it.
-            assert min(cut_after) >= HEADER_TIMEOUT / 2
+            assert min(cut_after) >= HEADER_TIMEOUT - 0.1
+
+    run(scenario)
+
+
+def test_keep_alive_head_and_expect_continue(intake: Intake) -> None:
+    async def scenario() -> None:
+        async with serving(intake) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            # Three requests on one connection, the middle one refused by a route (404).
+            writer.write(
+                head("GET", "/healthz") + head("GET", "/nowhere") + head("HEAD", "/healthz")
+            )
+            first = await reader.readuntil(b'{"status": "ok"}')
+            second = await reader.readuntil(b'(GET / lists the routes)"}')
+            third = await reader.readuntil(b"\r\n\r\n")
+            assert first.startswith(b"HTTP/1.1 200 OK\r\n")
+            assert second.startswith(b"HTTP/1.1 404 Not Found\r\n")
+            assert third.startswith(b"HTTP/1.1 200 OK\r\n")
+            assert b"content-length: 16\r\n" in third.lower()  # the size of the body not sent
+            # A client that waits for 100 Continue before sending its body.
+            writer.write(head("POST", "/v1/relay", "Content-Length: 2", "Expect: 100-continue"))
+            assert await reader.readuntil(b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+            writer.write(b"{}")
+            fourth = await reader.readuntil(b"}")
+            assert fourth.startswith(b"HTTP/1.1 400 Bad Request\r\n")  # {} holds no "vaa"
+            writer.write(head("GET", "/healthz", "Connection: close"))
+            assert (await reader.read()).endswith(b'{"status": "ok"}')
+            writer.close()
+
+    run(scenario)
+
+
+def test_stop_finishes_a_request_in_flight_and_closes_idle_connections(intake: Intake) -> None:
+    rest = RestSettings(host="127.0.0.1", port=0, header_timeout=30, body_timeout=30)
+
+    async def scenario() -> None:
+        listener = Listener(intake, rest=rest)
+        await listener.start()
+        idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", listener.port)
+        busy_reader, busy_writer = await asyncio.open_connection("127.0.0.1", listener.port)
+        busy_writer.write(head("POST", "/v1/relay", "Content-Length: 2"))
+        await asyncio.sleep(0.2)  # the head is in: the request is in flight
+        stopping = asyncio.create_task(listener.stop())
+        # The idle connection is closed at once, without an answer ...
+        assert await asyncio.wait_for(idle_reader.read(), 5) == b""
+        assert not stopping.done()
+        # ... the request in flight gets its body and its answer, which closes the connection.
+        busy_writer.write(b"{}")
+        answer = await asyncio.wait_for(busy_reader.read(), 5)
+        assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+        assert b"\r\nconnection: close\r\n" in answer.lower()
+        await asyncio.wait_for(stopping, 5)
+        with pytest.raises(ConnectionRefusedError):
+            await asyncio.open_connection("127.0.0.1", listener.port)
+        for writer in (idle_writer, busy_writer):
+            writer.close()
 
     run(scenario)

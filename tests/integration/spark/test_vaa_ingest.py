@@ -223,12 +223,6 @@ def _rows(table: str) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="known bug in the event store's writer (chainloom.eventstore.writer): index rows are "
-    "derived from the cells a put writes, so a row stored just before a kill gets no index rows "
-    "on the rerun (it is 'unchanged'); the events table itself comes out equal",
-    strict=False,
-)
 def test_a_killed_job_rerun_equals_a_clean_run(spark, bigtable_emulator, tmp_path, capsys):
     """SIGKILL the driver mid-write, run again: the tables equal a clean run's, cell for cell.
 

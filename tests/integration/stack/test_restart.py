@@ -88,3 +88,59 @@ def test_a_crashed_component_restarts_on_its_port_and_redis_keeps_its_data(
     finally:
         stopped = _chainloom(env, "stack", "down")
     assert stopped.returncode == 0, stopped.stderr
+
+
+def test_cassandra_and_etcd_restart_on_their_ports_with_their_data(tmp_path: Path) -> None:
+    """The stores that keep data for other components come back with it after a SIGKILL: a
+    keyspace in Cassandra, a key in etcd (the API server's objects)."""
+    import base64
+
+    import httpx
+    from cassandra.cluster import Cluster
+
+    run = tmp_path / "run"
+    env = {**os.environ, "CHAINLOOM_RUN": str(run)}
+    for variable in ("CHAINLOOM_CASSANDRA_PORT", "CHAINLOOM_ETCD_PORT"):
+        env.pop(variable, None)
+    up = _chainloom(env, "stack", "up", "--only", "cassandra,etcd")
+    assert up.returncode == 0, up.stderr
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    def cql(address: object, statement: str) -> list[tuple[object, ...]]:
+        host, port = str(address).rsplit(":", 1)
+        with Cluster([host], port=int(port)) as cluster, cluster.connect() as session:
+            return list(session.execute(statement))
+
+    try:
+        before = _state(run)
+        cql(
+            before["cassandra"]["address"],
+            "CREATE KEYSPACE kept WITH replication = {'class': 'SimpleStrategy', "
+            "'replication_factor': 1}",
+        )
+        etcd = before["etcd"]["extra"]["url"]  # type: ignore[index]
+        put = httpx.post(f"{etcd}/v3/kv/put", json={"key": b64("kept"), "value": b64("yes")})
+        assert put.status_code == 200, put.text
+
+        for name in ("cassandra", "etcd"):
+            pid = before[name]["pid"]
+            assert isinstance(pid, int)
+            _sigkill(pid)
+        again = _chainloom(env, "stack", "up", "--only", "cassandra,etcd")
+        assert again.returncode == 0, again.stderr
+        after = _state(run)
+        for name in ("cassandra", "etcd"):
+            assert after[name]["address"] == before[name]["address"], name
+            assert after[name]["extra"] == before[name]["extra"], name
+        rows = cql(
+            after["cassandra"]["address"],
+            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = 'kept'",
+        )
+        assert len(rows) == 1
+        got = httpx.post(f"{etcd}/v3/kv/range", json={"key": b64("kept")}).json()
+        assert [base64.b64decode(kv["value"]) for kv in got["kvs"]] == [b"yes"]
+    finally:
+        stopped = _chainloom(env, "stack", "down")
+    assert stopped.returncode == 0, stopped.stderr

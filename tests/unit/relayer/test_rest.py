@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 import re
+from typing import Any
 
+from chainloom.http_server import Request, Response
 from chainloom.relayer.intake import IntakeResult, Outcome
-from chainloom.relayer.rest import ERROR_STATUS, HTTP_STATUS, response_body
+from chainloom.relayer.rest import ERROR_STATUS, HTTP_STATUS, RestApi, response_body
 from chainloom.relayer.validation import Rule
 from tests.conftest import REPO_ROOT
 
@@ -43,3 +48,77 @@ def test_a_body_holds_the_status_word_and_only_the_fields_that_are_known():
         "status": "unavailable",
         "reason": "redis unavailable: x",
     }
+
+
+class RecordingIntake:
+    """An IntakeService that queues everything and remembers what it was given."""
+
+    def __init__(self) -> None:
+        self.submitted: list[bytes] = []
+
+    async def submit(self, data: bytes, *, source: str) -> IntakeResult:
+        self.submitted.append(data)
+        return IntakeResult(Outcome.QUEUED, digest="0x" + "cd" * 32, table="incoming")
+
+    def ready(self) -> tuple[bool, dict[str, Any]]:
+        return True, {"redis": "ok"}
+
+    def stats(self) -> dict[str, Any]:
+        return {}
+
+
+def answer(method: str, target: str, body: bytes = b"") -> tuple[Response, RecordingIntake]:
+    intake = RecordingIntake()
+    api = RestApi(intake, max_request_bytes=64)
+    request = Request(method, target, (), body, peer="192.0.2.1")
+    return asyncio.run(api.respond(request)), intake
+
+
+def test_unknown_paths_and_wrong_methods_are_json_errors_naming_what_is_allowed(caplog):
+    caplog.set_level(logging.INFO)
+    missing, _ = answer("GET", "/v2/relay?x=1")
+    assert (missing.status, missing.content_type) == (404, "application/json")
+    assert json.loads(missing.body) == {
+        "status": "not_found",
+        "reason": "no route GET /v2/relay (GET / lists the routes)",
+    }
+    wrong, _ = answer("DELETE", "/healthz")
+    assert wrong.status == 405
+    assert wrong.headers == (("Allow", "GET, HEAD"),)
+    assert json.loads(wrong.body)["reason"] == (
+        "DELETE is not allowed on /healthz (allowed: GET, HEAD)"
+    )
+    relay, _ = answer("GET", "/v1/relay")
+    assert relay.headers == (("Allow", "POST"),)
+    assert [r.getMessage() for r in caplog.records] == [
+        "listener: answered 404 to GET /v2/relay from 192.0.2.1: "
+        "no route GET /v2/relay (GET / lists the routes)",
+        "listener: answered 405 to DELETE /healthz from 192.0.2.1: "
+        "DELETE is not allowed on /healthz (allowed: GET, HEAD)",
+        "listener: answered 405 to GET /v1/relay from 192.0.2.1: "
+        "GET is not allowed on /v1/relay (allowed: POST)",
+    ]
+
+
+def test_head_is_answered_like_get_and_the_legacy_path_is_percent_decoded():
+    head, _ = answer("HEAD", "/healthz")
+    assert (head.status, json.loads(head.body)) == (200, {"status": "ok"})
+    legacy, intake = answer("GET", "/relayvaa/AQID%2BA%2F8")  # base64 of 01 02 03 f8 0f fc
+    assert legacy.status == 202
+    assert intake.submitted == [bytes.fromhex("010203f80ffc")]
+    too_long, intake = answer("GET", "/relayvaa/" + "A" * 100)
+    assert too_long.status == 413
+    assert intake.submitted == []
+
+
+def test_relay_bodies_and_refusals_have_the_documented_shape():
+    queued, intake = answer("POST", "/v1/relay", b'{"vaa": "0x0102"}')
+    assert (queued.status, json.loads(queued.body)["status"]) == (202, "queued")
+    assert intake.submitted == [b"\x01\x02"]
+    not_json, _ = answer("POST", "/v1/relay", b"\xff")
+    assert (not_json.status, json.loads(not_json.body)["status"]) == (400, "malformed")
+    api = RestApi(RecordingIntake(), max_request_bytes=64)
+    for status, word in ERROR_STATUS.items():
+        refusal = api.refusal(status, "why")
+        assert (refusal.status, refusal.content_type) == (status, "application/json")
+        assert json.loads(refusal.body) == {"status": word, "reason": "why"}

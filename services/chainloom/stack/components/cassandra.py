@@ -15,7 +15,7 @@ from chainloom.stack import versions
 from chainloom.stack._install import install_once
 from chainloom.stack._model import Progress, Running
 from chainloom.stack._paths import cache_dir
-from chainloom.stack._process import choose_port, free_port, run, spawn, wait_until
+from chainloom.stack._process import choose_port, reuse_port, run, spawn, wait_until
 from chainloom.stack.errors import InstallError, MissingToolError
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -196,11 +196,15 @@ class Cassandra:
     ) -> Running:
         lib = _install_dir() / "lib"
         native_port = choose_port(self.name, previous, "CHAINLOOM_CASSANDRA_PORT")
-        storage_port = free_port()
+        storage_port = reuse_port(previous, "storage_port")
+        jmx_port = reuse_port(previous, "jmx_port")
         home = run_dir / "cassandra"
-        shutil.rmtree(home, ignore_errors=True)
+        if previous is None:
+            # A fresh start; a restart after a crash (``previous``) finds its keyspaces again
+            # (the commit log replays what was acknowledged).
+            shutil.rmtree(home, ignore_errors=True)
         conf = home / "conf"
-        conf.mkdir(parents=True)
+        conf.mkdir(parents=True, exist_ok=True)
         (conf / "cassandra.yaml").write_text(
             _YAML.format(storage_port=storage_port, native_port=native_port, data=home)
         )
@@ -221,7 +225,7 @@ class Cassandra:
             f"-Dlogback.configurationFile=file://{conf / 'logback.xml'}",
             f"-Dcassandra.storagedir={home}",
             "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-            f"-Dcassandra.jmx.local.port={free_port()}",
+            f"-Dcassandra.jmx.local.port={jmx_port}",
             "-cp",
             f"{conf}:{lib}/*",
             "org.apache.cassandra.service.CassandraDaemon",
@@ -230,13 +234,9 @@ class Cassandra:
         progress.step(f"starting Cassandra {versions.CASSANDRA} on 127.0.0.1:{native_port}")
         pid = spawn(argv, log)
         address = f"127.0.0.1:{native_port}"
+        extra = {"storage_port": str(storage_port), "jmx_port": str(jmx_port)}
         running = Running(
-            self.name,
-            "",
-            address,
-            pid,
-            str(log),
-            env=client_env(native_port),
+            self.name, "", address, pid, str(log), env=client_env(native_port), extra=extra
         )
         wait_until(
             self.name,
@@ -246,7 +246,9 @@ class Cassandra:
             timeout=float(os.environ.get("CHAINLOOM_CASSANDRA_TIMEOUT", "180")),
             interval=1.0,
         )
-        return Running(self.name, self.check(running), address, pid, str(log), env=running.env)
+        return Running(
+            self.name, self.check(running), address, pid, str(log), env=running.env, extra=extra
+        )
 
     def check(self, running: Running) -> str:
         # The driver loads only for a health check: `chainloom stack` starts without it.

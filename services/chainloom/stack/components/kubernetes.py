@@ -25,7 +25,7 @@ from chainloom.stack import versions
 from chainloom.stack._install import install_once, is_installed
 from chainloom.stack._model import Progress, Running
 from chainloom.stack._paths import cache_dir
-from chainloom.stack._process import choose_port, free_port, run, spawn, wait_until
+from chainloom.stack._process import choose_port, reuse_port, run, spawn, wait_until
 from chainloom.stack.components._go import go_binary
 from chainloom.stack.errors import InstallError, MissingToolError, StartError
 
@@ -435,9 +435,11 @@ class Etcd:
         previous: Running | None,
     ) -> Running:
         client_port = choose_port(self.name, previous, "CHAINLOOM_ETCD_PORT")
-        peer_port = free_port()
+        peer_port = reuse_port(previous, "peer_port")
         data = run_dir / "etcd"
-        shutil.rmtree(data, ignore_errors=True)
+        if previous is None:
+            # A fresh start; a restart after a crash (``previous``) keeps the cluster's objects.
+            shutil.rmtree(data, ignore_errors=True)
         client, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
         argv = [
             str(etcd_dir() / "bin" / "etcd"),
@@ -461,9 +463,8 @@ class Etcd:
         log = run_dir / "logs" / "etcd.log"
         progress.step(f"starting etcd on 127.0.0.1:{client_port}")
         pid = spawn(argv, log)
-        running = Running(
-            self.name, "", f"127.0.0.1:{client_port}", pid, str(log), extra={"url": client}
-        )
+        extra = {"url": client, "peer_port": str(peer_port)}
+        running = Running(self.name, "", f"127.0.0.1:{client_port}", pid, str(log), extra=extra)
         wait_until(self.name, lambda: bool(self.check(running)), pid=pid, log=log, timeout=30)
         return Running(
             self.name, self.check(running), running.address, pid, str(log), extra=running.extra

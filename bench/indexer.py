@@ -1,0 +1,247 @@
+"""Streaming indexer throughput and latency, against the bare event writer in the same run.
+
+Runs against the Bigtable emulator of the local stack (``BIGTABLE_EMULATOR_HOST``); the spy is
+``chainloom spy serve`` in a separate process, as a real spy is.
+
+1. ``generate_vaas`` makes N signed VAAs (the default mainnet-like mix: transfers,
+   attestations, NFTs, other, with re-signed duplicates and conflicts).
+2. **Bare writer**: one :class:`EventWriter`, configured exactly as the indexer configures
+   its own (same known emitters, batch size, signature cache), ``put_many`` of the N VAAs into
+   fresh tables, verification included. This is the ceiling the indexer is compared with.
+3. **Indexer**: the spy serves each VAA ``--copies`` times (19, as mainnet's guardians do),
+   lossless; the indexer's pipeline (the spy client, dedupe, verification, the bounded
+   buffer, batched writes) runs in this process into other fresh tables. Timed from the
+   first message received to the last write returned.
+4. **Latency**: the spy serves M VAAs at a steady ``--rate`` (with copies); for each message,
+   the time from the first copy leaving the spy client to its write returning (the row is
+   readable from then on). p50 and p99 are printed.
+
+Both runs are on one core's worth of Python (one event loop, one verify and one write thread).
+Goal (issue 14): indexer VAA/s >= 0.8 x bare writer VAA/s. Run:
+``.venv/bin/python bench/indexer.py [--vaas 2000] [--copies 19] [--rate 100]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from chainloom.eventstore.bigtable import BigtableTables, drop_tables, ensure_schema
+from chainloom.eventstore.writer import EventWriter, WriterConfig
+from chainloom.indexer.config import IndexerSettings
+from chainloom.indexer.pipeline import Pipeline
+from chainloom.indexer.service import bounds, known_emitters, open_writer, spy_client
+from chainloom.relayer.spy_client import SpyClient
+from chainloom.settings import BigtableSettings
+from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.testing.vaa_workload import DEFAULT_MIX, generate_vaas
+from chainloom.wormhole import SignatureCache, parse_vaa
+
+MessageKey = tuple[int, bytes, int]
+
+
+def _location(table: str) -> BigtableSettings:
+    return BigtableSettings(project="bench", instance="bench", table=table)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def bare_writer(raws: list[bytes], settings: IndexerSettings) -> float:
+    """Seconds ``put_many`` takes for ``raws`` with the indexer's writer configuration."""
+    with BigtableTables(settings.bigtable) as tables:
+        writer = EventWriter(
+            tables,
+            DevGuardians().sets(0),
+            emitters=known_emitters(),
+            config=WriterConfig(flush_rows=settings.batch.rows, deadline=settings.write_deadline),
+            signature_cache=SignatureCache(settings.signature_cache),
+        )
+        started = time.perf_counter()
+        summary = writer.put_many(raws)
+        seconds = time.perf_counter() - started
+    assert summary.refused == 0, summary.refusals[:3]
+    return seconds
+
+
+class TimedSource:
+    """The spy client, noting when each message's first copy left it."""
+
+    def __init__(self, spy: SpyClient, keys: dict[bytes, MessageKey]) -> None:
+        self.spy = spy
+        self.keys = keys
+        self.first_seen: dict[MessageKey, float] = {}
+        self.started: float | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self.spy.connected
+
+    def stop(self) -> None:
+        self.spy.stop()
+
+    async def messages(self) -> AsyncIterator[bytes]:
+        async for raw in self.spy.messages():
+            now = time.perf_counter()
+            if self.started is None:
+                self.started = now
+            self.first_seen.setdefault(self.keys[raw], now)
+            yield raw
+
+
+class Written:
+    """The observer: when each message's first write returned."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.done: dict[MessageKey, float] = {}
+        self.writes = 0
+        self.all_written = asyncio.Event()
+
+    def observe(self, chain: int, emitter: bytes, sequence: int, at: float) -> None:
+        del at
+        self.done.setdefault((chain, emitter, sequence), time.perf_counter())
+        self.writes += 1
+        if self.writes >= self.expected:
+            self.all_written.set()
+
+
+async def indexer_run(
+    raws: list[bytes], settings: IndexerSettings, copies: int, rate: float, scratch: Path
+) -> tuple[float, list[float], dict[str, Any]]:
+    """(seconds from first receipt to last write, per-message latencies, counters)."""
+    source_file = scratch / f"vaas-{uuid.uuid4().hex[:6]}.txt"
+    source_file.write_text("\n".join(raw.hex() for raw in raws) + "\n")
+    address = settings.spy.address
+    chainloom = str(Path(sys.executable).with_name("chainloom"))
+    server = subprocess.Popen(
+        [chainloom, "spy", "serve", "--listen", address, "--file", str(source_file),
+         "--copies", str(copies), "--rate", str(rate), "--lossless",
+         "--wait-for-subscribers", "1", "--exit-when-done", "--buffer", "4096"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        keys = {raw: _key(raw) for raw in raws}
+        store = open_writer(settings)
+        source = TimedSource(spy_client(settings), keys)
+        written = Written(len(set(raws)))
+        pipeline = Pipeline(source, store, bounds(settings), observers=[written])
+        stop = asyncio.Event()
+        running = asyncio.create_task(pipeline.run(stop))
+        await asyncio.wait_for(written.all_written.wait(), 600)
+        finished = time.perf_counter()
+        stop.set()
+        await running
+        store.writer.tables.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert source.started is not None
+    latencies = [written.done[key] - source.first_seen[key] for key in written.done]
+    counters = {
+        "received": pipeline.counters.received,
+        "duplicates": pipeline.counters.duplicates,
+        "written": pipeline.counters.written,
+        **store.outcomes(),
+    }
+    return finished - source.started, latencies, counters
+
+
+def _key(raw: bytes) -> MessageKey:
+    vaa = parse_vaa(raw)
+    return (vaa.emitter_chain, vaa.emitter_address, vaa.sequence)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vaas", type=int, default=2000, help="VAAs for the throughput run.")
+    parser.add_argument("--copies", type=int, default=19, help="Guardian copies per VAA.")
+    parser.add_argument("--latency-vaas", type=int, default=500, help="VAAs for the latency run.")
+    parser.add_argument("--rate", type=float, default=100.0, help="VAAs/s of the latency run.")
+    parser.add_argument("--rounds", type=int, default=2, help="Alternating rounds; best kept.")
+    parser.add_argument("--seed", type=int, default=14)
+    args = parser.parse_args()
+    if not os.environ.get("BIGTABLE_EMULATOR_HOST"):
+        sys.exit('BIGTABLE_EMULATOR_HOST is not set: eval "$(chainloom stack env)" first')
+    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
+
+    kit = DevGuardians()
+    raws = list(generate_vaas(args.vaas, args.seed, kit, DEFAULT_MIX))
+    late = list(generate_vaas(args.latency_vaas, args.seed + 1, kit, DEFAULT_MIX))
+    run_id = uuid.uuid4().hex[:8]
+    names = [f"{kind}{i}" for i in range(args.rounds) for kind in ("bare", "indexer")]
+    tables = {name: f"bench-idx-{name}-{run_id}" for name in [*names, "latency"]}
+    for table in tables.values():
+        ensure_schema(_location(table))
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir)
+        sets_file = scratch / "dev-guardians.json"
+        sets_file.write_text(json.dumps(kit.sets(0).to_json()))
+
+        def settings(table: str) -> IndexerSettings:
+            return IndexerSettings.model_validate(
+                {
+                    "bigtable": _location(table).model_dump(),
+                    "guardian_sets": {"source": str(sets_file)},
+                    "spy": {"address": f"127.0.0.1:{_free_port()}"},
+                    "probes": {"enabled": False},
+                }
+            )
+
+        bare_times: list[float] = []
+        indexer_times: list[float] = []
+        try:
+            # Alternate the two, so a load spike on a shared machine hits both alike.
+            for i in range(args.rounds):
+                bare_times.append(bare_writer(raws, settings(tables[f"bare{i}"])))
+                seconds, _, counters = asyncio.run(
+                    indexer_run(raws, settings(tables[f"indexer{i}"]), args.copies, 0.0, scratch)
+                )
+                indexer_times.append(seconds)
+            _, latencies, _ = asyncio.run(
+                indexer_run(late, settings(tables["latency"]), args.copies, args.rate, scratch)
+            )
+        finally:
+            for table in tables.values():
+                drop_tables(_location(table))
+    bare_seconds, seconds = min(bare_times), min(indexer_times)
+    bare_rate, indexer_rate = len(raws) / bare_seconds, len(raws) / seconds
+    print(f"indexer: {len(raws)} VAAs x {args.copies} copies, best of {args.rounds}; {counters}")
+    print(f"  bare EventWriter.put_many: {bare_rate:7.0f} VAA/s ({bare_seconds:.2f} s)")
+    print(
+        f"  indexer (spy -> store):    {indexer_rate:7.0f} VAA/s ({seconds:.2f} s, "
+        f"{len(raws) * args.copies / seconds:.0f} spy messages/s)"
+    )
+    print(f"  ratio indexer/bare: {indexer_rate / bare_rate:.2f} (goal >= 0.8)")
+    print(
+        f"  latency at {args.rate:g} VAA/s x {args.copies} copies, first copy -> write returned "
+        f"({len(latencies)} messages): p50 {_percentile(latencies, 0.5) * 1000:.0f} ms, "
+        f"p99 {_percentile(latencies, 0.99) * 1000:.0f} ms, "
+        f"mean {statistics.fmean(latencies) * 1000:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Building and running the indexer from its settings: the one way every entry point starts it.
+
+``chainloom indexer run`` and the operator's streaming ``IngestPipeline`` pods call
+:func:`run_indexer` with an :class:`~chainloom.indexer.config.IndexerSettings`. Start-up
+checks the store before subscribing, so a wrong address or a missing table ends the process
+at once with one line (exit 4 unreachable, 2 no table) instead of a pod that is never ready.
+After that, outages are states the pipeline rides out; SIGTERM and SIGINT stop it gracefully.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from chainloom.eventstore.config import EventStoreSettings
+from chainloom.eventstore.service import open_store
+from chainloom.eventstore.writer import EventWriter, WriterConfig
+from chainloom.indexer.config import IndexerSettings
+from chainloom.indexer.errors import IndexerConfigError
+from chainloom.indexer.pipeline import Pipeline, PipelineBounds, SequenceObserver
+from chainloom.indexer.probes import ProbeServer
+from chainloom.indexer.store import EventWriterStore
+from chainloom.relayer.errors import SpyError
+from chainloom.relayer.spy_client import Backoff, SpyClient
+from chainloom.relayer.spy_protocol import EmitterKey
+from chainloom.wormhole import (
+    CHAINS,
+    KnownEmitters,
+    SignatureCache,
+    devnet_emitters,
+    mainnet_emitters,
+)
+from chainloom.wormhole.errors import WormholeError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """What a running indexer tells its caller once it serves."""
+
+    spy_address: str
+    """The spy it subscribes to."""
+    probe_port: int | None
+    """The port of ``/healthz``, ``/readyz`` and ``/metrics`` (None: probes disabled)."""
+
+
+def spy_client(settings: IndexerSettings) -> SpyClient:
+    """The relayer's spy client, with the indexer's filters, buffer and reconnect schedule."""
+    spy = settings.spy
+    reconnect = spy.reconnect
+    try:
+        return SpyClient(
+            spy.address,
+            [EmitterKey(e.chain, bytes.fromhex(e.address)) for e in spy.emitters],
+            backoff=Backoff(
+                reconnect.initial, reconnect.maximum, reconnect.multiplier, reconnect.jitter
+            ),
+            buffer_size=spy.buffer,
+            overflow=spy.overflow,
+        )
+    except SpyError as error:
+        raise IndexerConfigError(f"spy: {error}") from None
+
+
+def known_emitters() -> KnownEmitters:
+    """The bridges whose payloads are decoded: the same set as ``chainloom events put`` and the
+    Spark ingest job (mainnet's, devnet's and the dev kit's), so every writer stores the same
+    cells for the same VAA."""
+    mainnet = mainnet_emitters()
+    return (
+        devnet_emitters()
+        .with_extra(token_bridge=mainnet.token_bridge, nft_bridge=mainnet.nft_bridge)
+        .with_dev_emitters(c for c in CHAINS if c)
+    )
+
+
+def bounds(settings: IndexerSettings) -> PipelineBounds:
+    """The pipeline's bounds from the settings."""
+    return PipelineBounds(
+        buffer=settings.buffer,
+        batch_rows=settings.batch.rows,
+        batch_latency=settings.batch.latency,
+        dedupe_window=settings.dedupe_window,
+        drain_timeout=settings.drain_timeout,
+        store_check_interval=settings.store_check_interval,
+        store_retry=settings.store_retry.schedule(),
+    )
+
+
+def open_writer(settings: IndexerSettings) -> EventWriterStore:
+    """The event writer on the configured tables, checked: raises StoreUnavailableError when
+    Bigtable does not answer and TableMissingError when the tables are not there."""
+    try:
+        guardian_sets = settings.guardian_sets.load()
+    except WormholeError as error:
+        raise IndexerConfigError(f"guardian_sets.source: {error}") from None
+    tables = open_store(
+        EventStoreSettings(bigtable=settings.bigtable, guardian_sets=settings.guardian_sets)
+    )
+    config = WriterConfig(flush_rows=settings.batch.rows, deadline=settings.write_deadline)
+    writer = EventWriter(
+        tables,
+        guardian_sets,
+        emitters=known_emitters(),
+        config=config,
+        signature_cache=SignatureCache(settings.signature_cache),
+    )
+    store = EventWriterStore(
+        writer, check_timeout=min(settings.bigtable.operation_timeout, settings.write_deadline)
+    )
+    try:
+        store.check()
+    except BaseException:
+        tables.close()
+        raise
+    return store
+
+
+async def serve(
+    settings: IndexerSettings,
+    stop: asyncio.Event,
+    *,
+    observers: Sequence[SequenceObserver] = (),
+    on_started: Callable[[Started], None] | None = None,
+) -> Pipeline:
+    """Run the indexer until ``stop`` is set, then drain; returns the pipeline (its counters)."""
+    store = await asyncio.to_thread(open_writer, settings)
+    spy = spy_client(settings)
+    pipeline = Pipeline(spy, store, bounds(settings), observers=observers)
+    probes: ProbeServer | None = None
+    try:
+        if settings.probes.enabled:
+            probes = ProbeServer(pipeline, lambda: _spy_counters(spy), settings.probes.host,
+                                 settings.probes.port)  # fmt: skip
+            try:
+                await probes.start()
+            except OSError as error:
+                where = f"{settings.probes.host}:{settings.probes.port}"
+                raise IndexerConfigError(
+                    f"probes: cannot listen on {where}: {error.strerror or error}"
+                ) from None
+        log.info("indexer: subscribing to spy %s", settings.spy.address)
+        if on_started is not None:
+            on_started(Started(settings.spy.address, probes.port if probes else None))
+        await pipeline.run(stop)
+    finally:
+        if probes is not None:
+            await probes.stop()
+        store.writer.tables.close()
+    return pipeline
+
+
+def run_indexer(
+    settings: IndexerSettings,
+    *,
+    observers: Sequence[SequenceObserver] = (),
+    on_started: Callable[[Started], None] | None = None,
+) -> Pipeline:
+    """Run the indexer until SIGTERM or SIGINT, drain, and return (exit 0 for the CLI)."""
+
+    async def main() -> Pipeline:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            return await serve(settings, stop, observers=observers, on_started=on_started)
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(ValueError, RuntimeError):
+                    loop.remove_signal_handler(signum)
+
+    return asyncio.run(main())
+
+
+def _spy_counters(spy: SpyClient) -> dict[str, int]:
+    counters = spy.counters
+    return {
+        "connections": counters.connections,
+        "disconnects": counters.disconnects,
+        "messages": counters.messages,
+        "drops": counters.drops,
+    }
