@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from chainloom.eventstore.config import EventStoreSettings
+from chainloom.indexer.config import BatchSettings as IndexerBatchSettings
+from chainloom.indexer.config import IndexerSettings, IndexerSpySettings
 from chainloom.relayer.config import (
     ChainId,
     EmitterSettings,
@@ -305,7 +307,7 @@ class RelayerPoolStatus(Status):
 # --------------------------------------------------------------------------------------------
 # IngestPipeline
 
-BatchJob = Literal["vaa-ingest", "ledger-load"]
+BatchJob = Literal["vaa-ingest", "ledger-load", "gap-backfill"]
 """The Spark jobs (``chainloom_spark.jobs.JOBS``; a unit test keeps the two equal)."""
 
 
@@ -327,8 +329,18 @@ class SparkResources(Spec):
 class BatchSpec(Spec):
     """A Spark job run by the spark-operator."""
 
+    def cel_checks(self) -> list[str]:
+        if self.input is None and self.job != "gap-backfill":
+            return ["input is required for vaa-ingest and ledger-load"]
+        return []
+
     job: BatchJob = Field(description="The job (chainloom spark run JOB).")
-    input: str = Field(min_length=1, description="What the job reads (--input): path, glob, URL.")
+    input: str | None = Field(
+        default=None,
+        min_length=1,
+        description="What the job reads: --input of vaa-ingest and ledger-load (required "
+        "there), --files of gap-backfill (else give --public-api in arguments).",
+    )
     arguments: tuple[str, ...] = Field(
         default=(), description="Further flags of the job, appended after the rendered ones."
     )
@@ -346,15 +358,22 @@ class StreamingSpec(Spec):
     """The streaming indexer: a Deployment following a spy into the event store."""
 
     image: str = Field(default="chainloom:latest", min_length=1, description="The chainloom image.")
-    spy_address: str = Field(
-        pattern=r"^[^:]+:\d+$", description="host:port of the guardian spy to follow."
-    )
-    filters: tuple[EmitterSettings, ...] = Field(
-        default=(), description="Emitters to index ({chain, address}); empty: every VAA."
-    )
     replicas: int = Field(default=1, ge=0, le=16, description="Indexer pods.")
-    guardian_sets: GuardianSetSettings = reused(EventStoreSettings, "guardian_sets")
+    spy: IndexerSpySettings = reused(IndexerSettings, "spy")
+    guardian_sets: GuardianSetSettings = reused(IndexerSettings, "guardian_sets")
+    buffer: int = reused(IndexerSettings, "buffer")
+    batch: IndexerBatchSettings = reused(IndexerSettings, "batch")
+    dedupe_window: int = reused(IndexerSettings, "dedupe_window")
+    drain_timeout: float = reused(IndexerSettings, "drain_timeout")
+    env: dict[str, str] = reused(KubernetesSettings, "env")
     resources: Resources = Field(default_factory=Resources, description="Per indexer pod.")
+
+
+cel(
+    BatchSpec,
+    ("self.job == 'gap-backfill' || has(self.input)",
+     "input is required for vaa-ingest and ledger-load"),
+)  # fmt: skip
 
 
 class IngestPipelineSpec(Spec):

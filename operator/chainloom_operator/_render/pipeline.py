@@ -7,8 +7,9 @@ or Cassandra keyspace, so a pipeline never repeats where its data goes. The rend
 arguments are parsed by the job's own flag parser before anything is applied, so a bad
 ``arguments`` entry is refused here rather than failing in the driver pod.
 
-The streaming indexer's command (``chainloom indexer run --config FILE``) lands with the
-indexer issue; until then the Deployment is rendered and applied but its pods cannot start.
+The streaming indexer runs ``chainloom indexer run --config FILE`` with an
+:class:`~chainloom.indexer.config.IndexerSettings` built from the spec and the sink and dumped
+by the model into its ConfigMap, as the relayer's pods get theirs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from chainloom.indexer.config import IndexerSettings
 from chainloom_operator._render.common import (
     CONFIG_HASH_ANNOTATION,
     Owner,
@@ -28,7 +30,7 @@ from chainloom_operator._render.common import (
     resources,
 )
 from chainloom_operator.errors import SpecError
-from chainloom_operator.models import BackendTableSpec, BatchSpec, IngestPipelineSpec
+from chainloom_operator.models import BackendTableSpec, BatchSpec, IngestPipelineSpec, StreamingSpec
 from chainloom_spark.errors import JobArgumentError
 from chainloom_spark.jobs import check_arguments
 from chainloom_spark.manifest import API_VERSION as SPARK_API_VERSION
@@ -40,7 +42,10 @@ SCHEDULED_KIND = "ScheduledSparkApplication"
 INDEXER = "indexer"
 INDEXER_CONFIG_FILE = "/etc/chainloom/indexer.yaml"
 """The indexer's settings file inside its pods."""
-SINK_BACKEND = {"vaa-ingest": "bigtable", "ledger-load": "cassandra", "streaming": "bigtable"}
+INDEXER_PORT = 4301
+"""Port of the indexer's probes (``/healthz``, ``/readyz``, ``/metrics``)."""
+SINK_BACKEND = {"vaa-ingest": "bigtable", "gap-backfill": "bigtable", "ledger-load": "cassandra",
+                "streaming": "bigtable"}  # fmt: skip
 """The backend each job (and the indexer) writes to."""
 
 
@@ -54,17 +59,19 @@ def _check_sink(what: str, sink: BackendTableSpec) -> None:
 def job_arguments(batch: BatchSpec, sink: BackendTableSpec) -> list[str]:
     """The job's flags: input and sink location rendered, then ``batch.arguments``."""
     _check_sink(batch.job, sink)
-    if batch.job == "vaa-ingest":
-        assert sink.bigtable is not None
-        rendered = ["--input", batch.input, "--table", sink.bigtable.table,
-                    "--index-table", sink.bigtable.index_table,
-                    "--guardian-set", batch.guardian_sets.source]  # fmt: skip
+    if sink.bigtable is not None:
+        tables = ["--table", sink.bigtable.table, "--index-table", sink.bigtable.index_table,
+                  "--guardian-set", batch.guardian_sets.source]  # fmt: skip
+        if batch.job == "vaa-ingest":
+            rendered = ["--input", batch.input or "", *tables]
+        else:  # gap-backfill: files to fill from, or --public-api among the arguments
+            rendered = tables + (["--files", batch.input] if batch.input else [])
     else:
         assert sink.cassandra is not None
         cassandra = sink.cassandra
         hosts = ",".join(f"{host}:{cassandra.port}" for host in cassandra.hosts)
-        rendered = ["--input", batch.input, "--backend", "cassandra", "--cassandra-hosts", hosts,
-                    "--keyspace", cassandra.keyspace,
+        rendered = ["--input", batch.input or "", "--backend", "cassandra",
+                    "--cassandra-hosts", hosts, "--keyspace", cassandra.keyspace,
                     "--replication-factor", str(cassandra.replication_factor)]  # fmt: skip
     arguments = [*rendered, *batch.arguments]
     try:
@@ -121,36 +128,46 @@ def scheduled_application(
     }
 
 
+def indexer_settings(spec: StreamingSpec, sink: BackendTableSpec) -> IndexerSettings:
+    """The indexer's settings model for this pipeline (probes on every interface of the pod)."""
+    assert sink.bigtable is not None
+    fields = spec.model_dump(exclude={"image", "replicas", "env", "resources"})
+    return IndexerSettings.model_validate(
+        {**fields, "bigtable": sink.bigtable.model_dump(),
+         "probes": {"enabled": True, "host": "0.0.0.0", "port": INDEXER_PORT}}  # noqa: S104
+    )  # fmt: skip
+
+
 def indexer_children(
     owner: Owner, spec: IngestPipelineSpec, sink: BackendTableSpec
 ) -> list[dict[str, Any]]:
-    """The indexer's ConfigMap and Deployment (``chainloom indexer run``)."""
+    """The indexer's ConfigMap and Deployment (``chainloom indexer run --config``)."""
     streaming = spec.streaming
     assert streaming is not None
     _check_sink("streaming", sink)
-    assert sink.bigtable is not None
-    settings = {
-        "spy_address": streaming.spy_address,
-        "filters": [f.model_dump() for f in streaming.filters],
-        "bigtable": sink.bigtable.model_dump(),
-        "guardian_sets": streaming.guardian_sets.model_dump(),
-    }
+    settings = indexer_settings(streaming, sink)
     name = f"{owner.name}-indexer"
     config = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata(owner, name, labels(owner, "indexer-config")),
-        "data": {"indexer.yaml": yaml.safe_dump(settings, sort_keys=False)},
+        "data": {"indexer.yaml": yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False)},
     }
     pod_labels = labels(owner, INDEXER)
     selector = {
         k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")
     }
+    env = [{"name": "CHAINLOOM_INDEXER_CONFIG", "value": INDEXER_CONFIG_FILE}]
+    env += [{"name": k, "value": v} for k, v in sorted(streaming.env.items())]
     container = {
         "name": "indexer",
         "image": streaming.image,
         "command": ["chainloom"],
         "args": ["indexer", "run", "--config", INDEXER_CONFIG_FILE],
+        "env": env,
+        "ports": [{"name": "probes", "containerPort": INDEXER_PORT, "protocol": "TCP"}],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "probes"}},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "probes"}, "periodSeconds": 20},
         "volumeMounts": [{"name": "config", "mountPath": "/etc/chainloom", "readOnly": True}],
         "securityContext": container_security(),
         "resources": resources(streaming.resources.cpu, streaming.resources.memory),
@@ -169,6 +186,7 @@ def indexer_children(
                 },
                 "spec": {
                     "automountServiceAccountToken": False,
+                    "terminationGracePeriodSeconds": int(streaming.drain_timeout) + 10,
                     "securityContext": pod_security(),
                     "containers": [container],
                     "volumes": [{"name": "config", "configMap": {"name": name}}],

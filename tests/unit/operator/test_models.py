@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from chainloom.eventstore.config import EventStoreSettings
+from chainloom.indexer.config import IndexerSettings
 from chainloom.relayer.config import RelayerSettings, RelayRedisSettings, RestSettings
 from chainloom_operator import models
 from chainloom_spark.jobs import JOBS
@@ -30,7 +31,8 @@ COPIED: list[tuple[type[BaseModel], type[BaseModel], tuple[str, ...]]] = [
     (models.RelayerPoolSpec, RelayerSettings, ("spy_address", "worker")),
     (models.SparkResources, KubernetesSettings, tuple(models.SparkResources.model_fields)),
     (models.BatchSpec, EventStoreSettings, ("guardian_sets",)),
-    (models.StreamingSpec, EventStoreSettings, ("guardian_sets",)),
+    (models.StreamingSpec, IndexerSettings,
+     ("spy", "guardian_sets", "buffer", "batch", "dedupe_window", "drain_timeout")),
 ]  # fmt: skip
 
 
@@ -90,8 +92,11 @@ def _pool(**changes: object) -> dict[str, object]:
          "a chain may be listed only once"),
         (models.IngestPipelineSpec,
          {"mode": "streaming", "sink": "e", "schedule": "* * * * *",
-          "streaming": {"spy_address": "spy:7073"}},
+          "streaming": {"spy": {"address": "spy:7073"}}},
          "schedule is only for batch jobs"),
+        (models.IngestPipelineSpec,
+         {"mode": "batch", "sink": "e", "batch": {"job": "vaa-ingest"}},
+         "input is required for vaa-ingest and ledger-load"),
         (models.IngestPipelineSpec, {"mode": "batch", "sink": "e"}, "give batch for mode batch"),
         (models.BackendTableSpec, {"backend": "bigtable"}, "give bigtable for backend bigtable"),
     ],

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from chainloom.indexer.config import IndexerSettings
+from chainloom.settings import load_settings
 from chainloom_operator._render.common import Owner
 from chainloom_operator._render.pipeline import render_pipeline
 from chainloom_operator.errors import SpecError
@@ -66,15 +69,33 @@ def test_schedule_renders_a_scheduled_application() -> None:
     assert scheduled["spec"]["template"]["type"] == "Python"
 
 
-def test_streaming_renders_the_indexer() -> None:
+def test_streaming_renders_the_indexer_with_its_settings(tmp_path: Path) -> None:
     config, deployment = _render(_sample("ingestpipeline-streaming.yaml"))
     assert config["kind"] == "ConfigMap"
-    settings = yaml.safe_load(config["data"]["indexer.yaml"])
-    assert settings["spy_address"] == "spy.wormhole.svc:7073"
-    assert settings["bigtable"]["table"] == "wormhole-events"
+    path = tmp_path / "indexer.yaml"
+    path.write_text(config["data"]["indexer.yaml"])
+    settings = load_settings(IndexerSettings, config_file=path)
+    assert settings.spy.address == "spy.wormhole.svc:7073"
+    assert settings.spy.emitters[0].chain == 2
+    assert settings.bigtable.table == "wormhole-events"
+    assert settings.probes.host == "0.0.0.0"
     assert deployment["spec"]["replicas"] == 1
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"][:2] == ["indexer", "run"]
+    assert container["args"] == ["indexer", "run", "--config", "/etc/chainloom/indexer.yaml"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_gap_backfill_fills_from_files_or_the_public_api() -> None:
+    spec = {"mode": "batch", "sink": "events", "batch": {"job": "gap-backfill", "input": "/vaas"}}
+    (app,) = _render(spec)
+    job, *arguments = app["spec"]["arguments"]
+    assert job == "gap-backfill"
+    check_arguments(job, arguments)
+    assert arguments[arguments.index("--files") + 1] == "/vaas"
+    batch = {"job": "gap-backfill", "arguments": ["--public-api", "guardian:443"]}
+    public = {"mode": "batch", "sink": "events", "batch": batch}
+    (app,) = _render(public)
+    assert "--files" not in app["spec"]["arguments"]
 
 
 @pytest.mark.parametrize(
