@@ -178,7 +178,8 @@ def start_operator(kubeconfig: str, namespace: str, log: Path, *extra: str,
     liveness = f"http://127.0.0.1:{port}/healthz"
     environment = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_")}
     environment |= {"KUBECONFIG": kubeconfig, "CHAINLOOM_BACKOFF__INITIAL": "0.5",
-                    "CHAINLOOM_BACKOFF__MAXIMUM": "2", **(env or {})}  # fmt: skip
+                    "CHAINLOOM_BACKOFF__MAXIMUM": "2", "CHAINLOOM_RETRIES": "100",
+                    **(env or {})}  # fmt: skip
     with log.open("ab") as handle:  # the child keeps its own descriptor
         process = subprocess.Popen(
             [sys.executable, "-m", "chainloom", "operator", "run", "--namespace", namespace,

@@ -178,10 +178,12 @@ def _apply_all(cluster: Cluster, owner: Owner, rendered: list[dict[str, Any]],
 def _give_up_or_retry(
     body: kopf.Body, error: OperatorError, retry: int, settings: OperatorSettings
 ) -> None:
-    """Tell the user (event), then stop (bad spec) or retry later (anything else)."""
+    """Tell the user (event), then stop (bad spec, or ``retries`` attempts made) or retry later."""
     kopf.warn(body, reason=error.reason, message=str(error))
     if isinstance(error, SpecError):
         raise kopf.PermanentError(str(error)) from None
+    if retry + 1 >= settings.retries:
+        raise kopf.PermanentError(f"gave up after {retry + 1} attempts: {error}") from None
     delay = settings.backoff.schedule().delay(retry, _random)
     raise kopf.TemporaryError(str(error), delay=delay) from None
 

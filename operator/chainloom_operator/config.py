@@ -14,6 +14,16 @@ from pydantic import Field
 from chainloom.settings import BackoffSettings, ServiceSettings
 
 
+class ReconcileBackoffSettings(BackoffSettings):
+    """Waits between the attempts of a failing reconcile."""
+
+    initial: float = Field(default=2.0, ge=0, description="Seconds of the first wait.")
+    maximum: float = Field(default=300.0, ge=0, description="Upper bound of any wait, seconds.")
+    jitter: float = Field(
+        default=0.2, ge=0, le=1, description="Fraction of each wait that is random (0..1)."
+    )
+
+
 class OperatorSettings(ServiceSettings):
     """How the operator runs: what it watches, how it retries, how it shares the work."""
 
@@ -37,16 +47,20 @@ class OperatorSettings(ServiceSettings):
         description="Liveness endpoint URL (kopf's probe server); null: none.",
     )
     retries: int = Field(
-        default=8, ge=1, description="Attempts of a failing reconcile before it gives up."
+        default=8,
+        ge=1,
+        description="Attempts of a failing reconcile before it gives up (until the next spec "
+        "change or operator start).",
     )
-    backoff: BackoffSettings = Field(
-        default_factory=lambda: BackoffSettings(initial=2.0, maximum=300.0, jitter=0.2),
+    backoff: ReconcileBackoffSettings = Field(
+        default_factory=ReconcileBackoffSettings,
         description="Waits between the attempts of a failing reconcile.",
     )
     recheck_interval: float = Field(
         default=300.0,
         gt=0,
-        description="Seconds between two checks of every BackendTable's schema (drift).",
+        description="Seconds between two checks of every BackendTable's schema (drift) and "
+        "reads of every RelayerPool's queue depths.",
     )
     request_timeout: float = Field(
         default=30.0, gt=0, description="Seconds an API request may take."

@@ -329,3 +329,16 @@ def test_queue_depths_in_status_when_redis_is_reachable(
                               "completed"}  # fmt: skip
     finally:
         running.stop()
+
+
+def test_retries_are_bounded(chainloom_crds: str, kube_namespace: str, tmp_path: Path) -> None:
+    kubeconfig, namespace = chainloom_crds, kube_namespace
+    running = start_operator(kubeconfig, namespace, tmp_path / "operator.log",
+                             env={"CHAINLOOM_RETRIES": "2"})  # fmt: skip
+    try:
+        _apply(kubeconfig, namespace, SAMPLES / "relayerpool.yaml")  # no Secrets exist
+        wait_for(lambda: "gave up after 2 attempts" in running.output(),
+                 what="the operator to give up")  # fmt: skip
+        assert running.output().count("Handler 'relayer_pool' failed temporarily") == 1
+    finally:
+        running.stop()
