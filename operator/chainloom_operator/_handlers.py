@@ -338,14 +338,14 @@ def _recheck(cluster: Cluster, settings: OperatorSettings, stop: threading.Event
              books: Bookkeeping) -> None:  # fmt: skip
     """Every ``recheck_interval`` seconds: each BackendTable's schema, each pool's queues."""
     while not stop.wait(settings.recheck_interval):
-        _recheck_tables(cluster, stop, books)
-        _recheck_queues(cluster, stop)
+        _recheck_tables(cluster, settings, stop, books)
+        _recheck_queues(cluster, settings, stop)
 
 
-def _recheck_queues(cluster: Cluster, stop: threading.Event) -> None:
+def _recheck_queues(cluster: Cluster, settings: OperatorSettings, stop: threading.Event) -> None:
     """Patch each RelayerPool's ``queueDepths`` (pools whose Redis can be read)."""
     try:
-        pools = cluster.list_custom(PLURALS["RelayerPool"])
+        pools = cluster.list_custom(PLURALS["RelayerPool"], settings.namespaces)
     except Exception as error:  # the API may be away: next round
         log.warning("cannot list RelayerPools: %s", error)
         return
@@ -361,10 +361,11 @@ def _recheck_queues(cluster: Cluster, stop: threading.Event) -> None:
                                  body["metadata"]["name"], {"queueDepths": depths})  # fmt: skip
 
 
-def _recheck_tables(cluster: Cluster, stop: threading.Event, books: Bookkeeping) -> None:
-    """Check each BackendTable's schema and patch its status."""
+def _recheck_tables(cluster: Cluster, settings: OperatorSettings, stop: threading.Event,
+                    books: Bookkeeping) -> None:  # fmt: skip
+    """Check each BackendTable's schema (in the watched namespaces) and patch its status."""
     try:
-        tables = cluster.list_custom(PLURALS["BackendTable"])
+        tables = cluster.list_custom(PLURALS["BackendTable"], settings.namespaces)
     except Exception as error:  # the API may be away: next round
         log.warning("cannot list BackendTables: %s", error)
         return

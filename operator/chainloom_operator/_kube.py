@@ -10,6 +10,7 @@ and applying the same manifest twice changes nothing.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 from collections.abc import Iterable
 from typing import Any
 
@@ -55,6 +56,10 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
         return client.ApiClient()
     except config.ConfigException:
         return config.new_client_from_config(config_file=kubeconfig)
+
+
+def _is_pattern(namespace: str) -> bool:
+    return any(c in namespace for c in "*?[!")
 
 
 class Cluster:
@@ -147,11 +152,29 @@ class Cluster:
             raise
         return found
 
-    def list_custom(self, plural: str) -> list[dict[str, Any]]:
-        """Every chainloom resource of ``plural`` in the cluster."""
+    def list_custom(self, plural: str, namespaces: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """The chainloom resources of ``plural`` in ``namespaces`` (none given: the cluster).
+
+        Namespace patterns (``team-*``) are matched against the names, which needs the
+        cluster-wide list (the chart's ClusterRole grants it when no namespaces are set).
+        """
+        names = list(namespaces)
+        if names and not any(_is_pattern(n) for n in names):
+            items: list[dict[str, Any]] = []
+            for namespace in names:
+                listed = self.custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural
+                )
+                items += listed.get("items", [])
+            return items
         listed = self.custom.list_cluster_custom_object(GROUP, VERSION, plural)
-        items: list[dict[str, Any]] = listed.get("items", [])
-        return items
+        found: list[dict[str, Any]] = listed.get("items", [])
+        if not names:
+            return found
+        return [
+            item for item in found
+            if any(fnmatch.fnmatchcase(item["metadata"]["namespace"], n) for n in names)
+        ]  # fmt: skip
 
     def patch_status(self, plural: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge ``status`` into the resource's status subresource (gone already is fine)."""

@@ -342,3 +342,21 @@ def test_retries_are_bounded(chainloom_crds: str, kube_namespace: str, tmp_path:
         assert running.output().count("Handler 'relayer_pool' failed temporarily") == 1
     finally:
         running.stop()
+
+
+def test_listing_stays_in_the_watched_namespaces(chainloom_crds: str, kube_namespace: str) -> None:
+    from chainloom_operator._kube import Cluster, api_client
+
+    _apply(chainloom_crds, kube_namespace, SAMPLES / "backendtable-bigtable.yaml")
+    cluster = Cluster(api_client(chainloom_crds))
+
+    def names(*namespaces: str) -> set[tuple[str, str]]:
+        found = cluster.list_custom("backendtables", namespaces)
+        return {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in found}
+
+    assert names(kube_namespace) == {(kube_namespace, "events")}
+    assert names("t-no-such-namespace") == set()
+    assert (kube_namespace, "events") in names("t-*")
+    assert {ns for ns, _ in names(kube_namespace[:4] + "*")} <= {
+        ns for ns, _ in names() if ns.startswith(kube_namespace[:4])
+    }
