@@ -1,6 +1,4 @@
-"""The databases as the operator sees them: a BackendTable's schema, a RelayerPool's queues.
-
-Creating, checking and dropping a BackendTable's schema goes through the services' own code.
+"""Creating, checking and dropping a BackendTable's schema with the services' own code.
 
 Bigtable goes through the event store's administration functions (create missing tables and
 families, report drift, never alter what exists); Cassandra through the ledger backend's
@@ -9,8 +7,7 @@ there. How the live schema differs is decided by the pure diffs in
 :mod:`chainloom_operator._render.tables`. Every outage becomes a
 :class:`~chainloom_operator.errors.BackendUnavailableError`, which the handlers retry with
 backoff; a configuration the database refuses becomes a
-:class:`~chainloom_operator.errors.SpecError`. A pool's queue depths are read with the relay
-tables' own adapter, briefly, and only for its status.
+:class:`~chainloom_operator.errors.SpecError`.
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import redis
 from cassandra import DriverException
 from cassandra.cluster import Cluster, NoHostAvailable, Session
 
@@ -29,8 +25,6 @@ from chainloom.eventstore.config import EventStoreSettings
 from chainloom.eventstore.errors import EventStoreError, StoreUnavailableError
 from chainloom.eventstore.service import locate
 from chainloom.ledger.cassandra import TABLE_NAMES, schema_statements
-from chainloom.relayer.errors import RelayerError
-from chainloom.relayer.tables import RelayTables
 from chainloom.settings import BigtableSettings, CassandraSettings
 from chainloom_operator._render.tables import (
     LiveKeyspace,
@@ -40,7 +34,7 @@ from chainloom_operator._render.tables import (
     cassandra_tables,
 )
 from chainloom_operator.errors import BackendUnavailableError, SpecError
-from chainloom_operator.models import BackendTableSpec, Drift, RelayerPoolSpec
+from chainloom_operator.models import BackendTableSpec, Drift
 
 SCHEMA_TIMEOUT = 120.0
 """Seconds a schema statement may take (they wait for schema agreement)."""
@@ -149,31 +143,3 @@ def _ensure_cassandra(settings: CassandraSettings) -> SchemaOutcome:
     tables = tuple(f"{settings.keyspace}.{t}" for t in expected)
     created_names = tuple(f"{settings.keyspace}.{t}" for t in created)
     return SchemaOutcome(tables, created_names, cassandra_drift(settings, TABLE_NAMES, after))
-
-
-# --------------------------------------------------------------------------------------------
-# Relay queues
-
-
-QUEUE_TIMEOUT = 1.0
-"""Seconds a queue-depth read may take (it is only for the status)."""
-
-
-def queue_depths(spec: RelayerPoolSpec) -> dict[str, int] | None:
-    """Requests per relay table (summed over chains), or None when Redis cannot be read.
-
-    Only for a pool whose Redis URL is in the spec: a URL kept in a Secret is for the pods
-    alone (the operator never reads Secrets).
-    """
-    if spec.redis.url is None:
-        return None
-    client = redis.Redis.from_url(
-        spec.redis.url, socket_timeout=QUEUE_TIMEOUT, socket_connect_timeout=QUEUE_TIMEOUT
-    )
-    try:
-        depths = RelayTables(client, spec.redis.key_prefix).depths()
-    except RelayerError:
-        return None
-    finally:
-        client.close()
-    return {table.value: sum(per_chain.values()) for table, per_chain in depths.items()}

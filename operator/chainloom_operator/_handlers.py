@@ -32,7 +32,7 @@ import kopf
 from pydantic import ValidationError
 
 from chainloom.settings.loader import describe_validation_error
-from chainloom_operator import _backends
+from chainloom_operator import _queues
 from chainloom_operator._kube import Cluster, api_client
 from chainloom_operator._render.common import (
     OWNER_KIND_LABEL,
@@ -292,6 +292,8 @@ def ingest_pipeline(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> N
 
 
 def reconcile_table(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None) -> None:
+    from chainloom_operator import _backends  # noqa: PLC0415 (its clients cost ~40 MB: loaded with the first table)
+
     owner = _owner("BackendTable", body)
     spec = _spec(BackendTableSpec, body["spec"])
     outcome = _backends.ensure(spec)
@@ -328,6 +330,8 @@ def backend_table(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> Non
 @kopf.on.delete(GROUP, VERSION, "backendtables", field="spec.deletion_policy", value="Delete")
 def drop_backend_table(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
     """deletion_policy Delete: drop the tables, then kopf removes the finalizer."""
+    from chainloom_operator import _backends  # noqa: PLC0415 (see reconcile_table)
+
     try:
         _backends.drop(_spec(BackendTableSpec, body["spec"]))
     except OperatorError as error:
@@ -353,7 +357,7 @@ def _recheck_queues(cluster: Cluster, settings: OperatorSettings, stop: threadin
         if stop.is_set():
             return
         try:
-            depths = _backends.queue_depths(_spec(RelayerPoolSpec, body["spec"]))
+            depths = _queues.queue_depths(_spec(RelayerPoolSpec, body["spec"]))
         except SpecError:
             continue
         if depths is not None:
