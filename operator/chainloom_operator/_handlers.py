@@ -297,7 +297,12 @@ def reconcile_table(cluster: Cluster, body: Mapping[str, Any], failure: Failure 
     owner = _owner("BackendTable", body)
     spec = _spec(BackendTableSpec, body["spec"])
     outcome = _backends.ensure(spec)
-    status = table_status(outcome.tables, outcome.created, outcome.drift,
+    # Tables the operator has created over the resource's life (a later check creates none);
+    # read afresh, as the recheck thread may have written the status since ``body`` was read.
+    current = cluster.get_custom(PLURALS["BackendTable"], owner.namespace, owner.name) or body
+    before = (current.get("status") or {}).get("created") or []
+    created = [t for t in dict.fromkeys([*before, *outcome.created]) if t in outcome.tables]
+    status = table_status(outcome.tables, created, outcome.drift,
                           generation=owner.generation, previous=_previous(body), now=_now(),
                           failure=failure)  # fmt: skip
     cluster.patch_status(PLURALS["BackendTable"], owner.namespace, owner.name,
@@ -378,11 +383,14 @@ def _recheck_tables(cluster: Cluster, settings: OperatorSettings, stop: threadin
             continue
         key = _key("BackendTable", body)
         with books.lock(key):
+            fresh = cluster.get_custom(PLURALS["BackendTable"], key[1], key[2])  # after the lock
+            if fresh is None or fresh["metadata"].get("deletionTimestamp"):
+                continue
             try:
-                reconcile_table(cluster, body, None)
+                reconcile_table(cluster, fresh, None)
             except OperatorError as error:
                 log.warning("BackendTable %s/%s: %s", key[1], key[2], error)
-                refresh_table_status(cluster, body, Failure(error.reason, str(error)))
+                refresh_table_status(cluster, fresh, Failure(error.reason, str(error)))
             except Exception:
                 log.exception("BackendTable recheck failed")
 

@@ -478,7 +478,9 @@ class BackendTableStatus(Status):
     """What the operator last found in the database."""
 
     tables: tuple[str, ...] = Field(default=(), description="The tables chainloom manages.")
-    created: tuple[str, ...] = Field(default=(), description="Tables created by the operator.")
+    created: tuple[str, ...] = Field(
+        default=(), description="Tables the operator created (the others existed already)."
+    )
     drift: tuple[Drift, ...] = Field(
         default=(), description="Differences found (reported, never fixed destructively)."
     )
