@@ -1,58 +1,123 @@
-"""The Helm chart lints, renders, and is accepted by the real API server."""
+"""The Helm chart lints, renders least-privilege RBAC and a locked-down operator pod, is
+accepted by the real API server, and installs, upgrades and uninstalls (CRDs kept)."""
 
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 import yaml
 
 from chainloom.stack.components.kubernetes import helm_dir, k8s_dir
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, StackForTests
+from tests.operator_support import chainloom_crds, kubectl_json, wait_for
+
+__all__ = ["chainloom_crds"]
 
 CHART = REPO_ROOT / "charts" / "chainloom"
 
 
 def _run(*argv: str, stdin: str | None = None) -> str:
     result = subprocess.run(
-        list(argv), input=stdin, capture_output=True, text=True, timeout=120, check=False
+        list(argv), input=stdin, capture_output=True, text=True, timeout=300, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
 
-def test_chart_lints_renders_and_applies(kubeconfig: str, kube_namespace: str) -> None:
-    helm = str(helm_dir() / "bin" / "helm")
-    _run(helm, "lint", str(CHART), "--strict")
-    rendered = _run(
-        helm,
-        "template",
-        "demo",
-        str(CHART),
-        "--namespace",
-        kube_namespace,
-        "--kubeconfig",
-        kubeconfig,
-        "--set",
-        "config.ledger.databaseType=sqlite",
-    )
-    documents = [doc for doc in yaml.safe_load_all(rendered) if doc]
+def _helm(*args: str) -> str:
+    return _run(str(helm_dir() / "bin" / "helm"), *args)
+
+
+def _render(kubeconfig: str, namespace: str, *sets: str) -> tuple[str, list[dict[str, Any]]]:
+    flags = [flag for value in sets for flag in ("--set", value)]
+    rendered = _helm("template", "demo", str(CHART), "--namespace", namespace,
+                     "--kubeconfig", kubeconfig, *flags)  # fmt: skip
+    return rendered, [doc for doc in yaml.safe_load_all(rendered) if doc]
+
+
+def test_chart_lints_renders_and_applies(chainloom_crds: str, kube_namespace: str) -> None:
+    kubeconfig = chainloom_crds
+    _helm("lint", str(CHART), "--strict")
+    rendered, documents = _render(kubeconfig, kube_namespace, "config.ledger.databaseType=sqlite")
     kinds = sorted(doc["kind"] for doc in documents)
-    assert kinds == ["ConfigMap", "ServiceAccount"]
+    assert kinds == ["ClusterKopfPeering", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
+                     "Deployment", "ServiceAccount", "ServiceAccount"]  # fmt: skip
     config = next(doc for doc in documents if doc["kind"] == "ConfigMap")
     assert (
         yaml.safe_load(config["data"]["chainloom.yaml"])["ledger"]["database"]["type"] == "sqlite"
     )
 
     kubectl = str(k8s_dir() / "bin" / "kubectl")
-    applied = _run(
-        kubectl,
-        f"--kubeconfig={kubeconfig}",
-        "-n",
-        kube_namespace,
-        "apply",
-        "--dry-run=server",
-        "-f",
-        "-",
-        stdin=rendered,
-    )
+    applied = _run(kubectl, f"--kubeconfig={kubeconfig}", "-n", kube_namespace, "apply",
+                   "--dry-run=server", "-f", "-", stdin=rendered)  # fmt: skip
     assert "configmap/demo-chainloom-config created (server dry run)" in applied
+    assert "deployment.apps/demo-chainloom-operator created (server dry run)" in applied
+
+
+def test_operator_pod_is_locked_down(kubeconfig: str, kube_namespace: str) -> None:
+    _, documents = _render(kubeconfig, kube_namespace)
+    deployment = next(doc for doc in documents if doc["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert container["resources"]["limits"]["memory"]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["path"] == "/healthz"
+    assert "--peering=chainloom" in container["args"]
+    assert deployment["spec"]["replicas"] == 2
+
+
+def test_rbac_is_least_privilege(kubeconfig: str, kube_namespace: str) -> None:
+    _, documents = _render(kubeconfig, kube_namespace, "operator.namespaces={team-a}")
+    roles = [doc for doc in documents if doc["kind"] in ("ClusterRole", "Role")]
+    for role in roles:
+        for rule in role["rules"]:
+            assert "*" not in rule["verbs"], rule
+            assert "*" not in rule["resources"], rule
+            assert "*" not in rule.get("apiGroups", []), rule
+    cluster_role = next(doc for doc in roles if doc["kind"] == "ClusterRole")
+    cluster_resources = {r for rule in cluster_role["rules"] for r in rule["resources"]}
+    assert cluster_resources == {"customresourcedefinitions", "namespaces", "clusterkopfpeerings"}
+    role = next(doc for doc in roles if doc["kind"] == "Role")
+    assert role["metadata"]["namespace"] == "team-a"
+    secrets = next(rule for rule in role["rules"] if rule["resources"] == ["secrets"])
+    assert secrets["verbs"] == ["get"]
+
+
+def test_service_monitor_is_optional(kubeconfig: str, kube_namespace: str) -> None:
+    _, without = _render(kubeconfig, kube_namespace)
+    assert "ServiceMonitor" not in {doc["kind"] for doc in without}
+    _, with_monitor = _render(kubeconfig, kube_namespace, "serviceMonitor.enabled=true")
+    monitor = next(doc for doc in with_monitor if doc["kind"] == "ServiceMonitor")
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+
+
+def test_install_upgrade_uninstall_keeps_the_crds(
+    chainloom_crds: str, kube_namespace: str, local_stack: StackForTests
+) -> None:
+    local_stack.require("kwok")  # the operator's pods run on the simulated node
+    kubeconfig, namespace = chainloom_crds, kube_namespace
+    release = f"r{namespace[2:]}"
+    common = ["--namespace", namespace, "--kubeconfig", kubeconfig,
+              "--set", f"operator.namespaces={{{namespace}}}",
+              "--set", f"operator.peering.name=p{namespace[2:]}"]  # fmt: skip
+    _helm("install", release, str(CHART), *common, "--wait", "--timeout", "180s")
+    deployment = kubectl_json(kubeconfig, "-n", namespace, "get", "deployment",
+                              f"{release}-chainloom-operator")  # fmt: skip
+    assert deployment["status"]["availableReplicas"] == 2
+    _helm("upgrade", release, str(CHART), *common, "--set", "operator.replicas=1", "--wait",
+          "--timeout", "180s")  # fmt: skip
+    wait_for(lambda: kubectl_json(kubeconfig, "-n", namespace, "get", "deployment",
+                                  f"{release}-chainloom-operator")["spec"]["replicas"] == 1,
+             what="the upgrade")  # fmt: skip
+    _helm("uninstall", release, "--namespace", namespace, "--kubeconfig", kubeconfig, "--wait")
+    crds = kubectl_json(kubeconfig, "get", "crd", "-l", "app.kubernetes.io/part-of=chainloom")
+    names = {item["metadata"]["name"] for item in crds["items"]}
+    assert {"relayerpools.chainloom.io", "backendtables.chainloom.io",
+            "ingestpipelines.chainloom.io"} <= names  # fmt: skip

@@ -17,3 +17,47 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "chainloom.serviceAccountName" -}}
 {{- default (include "chainloom.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
+
+{{- define "chainloom.operatorName" -}}
+{{- printf "%s-operator" (include "chainloom.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "chainloom.operatorSelector" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{- define "chainloom.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "chainloom.operatorNamespacedRules" -}}
+- apiGroups: [chainloom.io]
+  resources: [ingestpipelines, relayerpools, backendtables]
+  verbs: [get, list, watch, patch, update]
+- apiGroups: [chainloom.io]
+  resources: [ingestpipelines/status, relayerpools/status, backendtables/status]
+  verbs: [get, patch, update]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, watch, create, patch, update, delete]
+- apiGroups: [""]
+  resources: [configmaps, services]
+  verbs: [get, list, watch, create, patch, update, delete]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch, create, patch, update, delete]
+- apiGroups: [sparkoperator.k8s.io]
+  resources: [sparkapplications, scheduledsparkapplications]
+  verbs: [get, list, watch, create, patch, update, delete]
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+- apiGroups: [kopf.dev]
+  resources: [kopfpeerings]
+  verbs: [get, list, watch, patch]
+{{- end -}}

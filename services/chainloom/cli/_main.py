@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "indexer": ("chainloom.cli.indexer", "indexer", "The streaming indexer (spy -> event store)."),
     "config": ("chainloom.cli.config", "config", "Settings: JSON Schema and effective values."),
     "spark": ("chainloom.cli.spark", "spark", "Run the Spark jobs, or render them for Kubernetes."),
+    "operator": ("chainloom.cli.operator", "operator", "The Kubernetes operator and its CRDs."),
 }
 
 

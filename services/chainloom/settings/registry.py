@@ -19,6 +19,7 @@ SERVICES: dict[str, str] = {
     "ledger": "chainloom.ledger.config:LedgerSettings",
     "indexer": "chainloom.indexer.config:IndexerSettings",
     "spark": "chainloom_spark.settings:SparkJobSettings",
+    "operator": "chainloom_operator.config:OperatorSettings",
 }
 """Service name -> its settings model (a ServiceSettings, loadable from all four sources)."""
 

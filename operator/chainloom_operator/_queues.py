@@ -1,0 +1,36 @@
+"""A RelayerPool's queue depths, read with the relay tables' own adapter, for its status only.
+
+Kept apart from :mod:`chainloom_operator._backends` so an operator that only runs relayer pools
+never loads the Bigtable and Cassandra clients (tens of MB of RSS).
+"""
+
+from __future__ import annotations
+
+import redis
+
+from chainloom.relayer.errors import RelayerError
+from chainloom.relayer.tables import RelayTables
+from chainloom_operator.models import RelayerPoolSpec
+
+QUEUE_TIMEOUT = 1.0
+"""Seconds a queue-depth read may take (it is only for the status)."""
+
+
+def queue_depths(spec: RelayerPoolSpec) -> dict[str, int] | None:
+    """Requests per relay table (summed over chains), or None when Redis cannot be read.
+
+    Only for a pool whose Redis URL is in the spec: a URL kept in a Secret is for the pods
+    alone (the operator never reads Secrets).
+    """
+    if spec.redis.url is None:
+        return None
+    client = redis.Redis.from_url(
+        spec.redis.url, socket_timeout=QUEUE_TIMEOUT, socket_connect_timeout=QUEUE_TIMEOUT
+    )
+    try:
+        depths = RelayTables(client, spec.redis.key_prefix).depths()
+    except RelayerError:
+        return None
+    finally:
+        client.close()
+    return {table.value: sum(per_chain.values()) for table, per_chain in depths.items()}

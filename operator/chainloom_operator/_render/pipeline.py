@@ -1,0 +1,209 @@
+"""An IngestPipeline as manifests: a SparkApplication (a ScheduledSparkApplication when it has
+a schedule) through :func:`chainloom_spark.manifest.render_application`, the same renderer as
+``chainloom spark manifest``, or the streaming indexer's Deployment and ConfigMap.
+
+The sink is a BackendTable in the same namespace; its spec gives the job its Bigtable tables
+or Cassandra keyspace, so a pipeline never repeats where its data goes. The rendered job
+arguments are parsed by the job's own flag parser before anything is applied, so a bad
+``arguments`` entry is refused here rather than failing in the driver pod.
+
+The streaming indexer runs ``chainloom indexer run --config FILE`` with an
+:class:`~chainloom.indexer.config.IndexerSettings` built from the spec and the sink and dumped
+by the model into its ConfigMap, as the relayer's pods get theirs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from chainloom.indexer.config import IndexerSettings
+from chainloom_operator._render.common import (
+    CONFIG_HASH_ANNOTATION,
+    Owner,
+    container_security,
+    content_hash,
+    labels,
+    metadata,
+    pod_security,
+    resources,
+)
+from chainloom_operator.errors import SpecError
+from chainloom_operator.models import BackendTableSpec, BatchSpec, IngestPipelineSpec, StreamingSpec
+from chainloom_spark.errors import JobArgumentError
+from chainloom_spark.jobs import check_arguments
+from chainloom_spark.manifest import API_VERSION as SPARK_API_VERSION
+from chainloom_spark.manifest import render_application
+from chainloom_spark.settings import SparkJobSettings
+
+SCHEDULED_KIND = "ScheduledSparkApplication"
+"""The spark-operator's kind for cron runs."""
+INDEXER = "indexer"
+INDEXER_CONFIG_FILE = "/etc/chainloom/indexer.yaml"
+"""The indexer's settings file inside its pods."""
+INDEXER_PORT = 4301
+"""Port of the indexer's probes (``/healthz``, ``/readyz``, ``/metrics``)."""
+SINK_BACKEND = {"vaa-ingest": "bigtable", "gap-backfill": "bigtable", "ledger-load": "cassandra",
+                "streaming": "bigtable"}  # fmt: skip
+"""The backend each job (and the indexer) writes to."""
+
+
+def _check_sink(what: str, sink: BackendTableSpec) -> None:
+    if sink.backend != SINK_BACKEND[what]:
+        raise SpecError(
+            f"{what} writes to a {SINK_BACKEND[what]} BackendTable, but the sink is {sink.backend}"
+        )
+
+
+def job_arguments(batch: BatchSpec, sink: BackendTableSpec) -> list[str]:
+    """The job's flags: input and sink location rendered, then ``batch.arguments``."""
+    _check_sink(batch.job, sink)
+    if sink.bigtable is not None:
+        tables = ["--table", sink.bigtable.table, "--index-table", sink.bigtable.index_table,
+                  "--guardian-set", batch.guardian_sets.source]  # fmt: skip
+        if batch.job == "vaa-ingest":
+            rendered = ["--input", batch.input or "", *tables]
+        else:  # gap-backfill: files to fill from, or --public-api among the arguments
+            rendered = tables + (["--files", batch.input] if batch.input else [])
+    else:
+        assert sink.cassandra is not None
+        cassandra = sink.cassandra
+        hosts = ",".join(f"{host}:{cassandra.port}" for host in cassandra.hosts)
+        rendered = ["--input", batch.input or "", "--backend", "cassandra",
+                    "--cassandra-hosts", hosts, "--keyspace", cassandra.keyspace,
+                    "--replication-factor", str(cassandra.replication_factor)]  # fmt: skip
+    arguments = [*rendered, *batch.arguments]
+    try:
+        check_arguments(batch.job, arguments)
+    except JobArgumentError as error:
+        raise SpecError(f"batch.arguments: {error}") from None
+    return arguments
+
+
+def job_settings(owner: Owner, batch: BatchSpec, sink: BackendTableSpec) -> SparkJobSettings:
+    """The Spark jobs' settings model for this pipeline (what ``spark manifest`` renders)."""
+    kubernetes = {**batch.resources.model_dump(), "namespace": owner.namespace}
+    values: dict[str, Any] = {
+        "spark": batch.spark.model_dump(),
+        "writer": batch.writer.model_dump(),
+        "guardian_sets": batch.guardian_sets.model_dump(),
+        "kubernetes": kubernetes,
+    }
+    if sink.bigtable is not None:
+        values["bigtable"] = sink.bigtable.model_dump()
+    if sink.cassandra is not None:
+        values["database"] = {"type": "cassandra", "cassandra": sink.cassandra.model_dump()}
+    return SparkJobSettings.model_validate(values)
+
+
+def spark_application(owner: Owner, batch: BatchSpec, sink: BackendTableSpec) -> dict[str, Any]:
+    """The SparkApplication of one run, owned by the pipeline."""
+    settings = job_settings(owner, batch, sink)
+    application = render_application(
+        batch.job, job_arguments(batch, sink), settings, name=owner.name
+    )
+    job_labels = labels(owner, "spark-job", **{"chainloom.io/job": batch.job})
+    application["metadata"] = metadata(owner, owner.name, job_labels)
+    return application
+
+
+def scheduled_application(
+    owner: Owner, spec: IngestPipelineSpec, batch: BatchSpec, sink: BackendTableSpec
+) -> dict[str, Any]:
+    """The ScheduledSparkApplication running the same application on ``spec.schedule``."""
+    application = spark_application(owner, batch, sink)
+    return {
+        "apiVersion": SPARK_API_VERSION,
+        "kind": SCHEDULED_KIND,
+        "metadata": application["metadata"],
+        "spec": {
+            "schedule": spec.schedule,
+            "suspend": spec.suspend,
+            "concurrencyPolicy": "Forbid",
+            "successfulRunHistoryLimit": 3,
+            "failedRunHistoryLimit": 3,
+            "template": application["spec"],
+        },
+    }
+
+
+def indexer_settings(spec: StreamingSpec, sink: BackendTableSpec) -> IndexerSettings:
+    """The indexer's settings model for this pipeline (probes on every interface of the pod)."""
+    assert sink.bigtable is not None
+    fields = spec.model_dump(exclude={"image", "replicas", "env", "resources"})
+    return IndexerSettings.model_validate(
+        {**fields, "bigtable": sink.bigtable.model_dump(),
+         "probes": {"enabled": True, "host": "0.0.0.0", "port": INDEXER_PORT}}  # noqa: S104
+    )  # fmt: skip
+
+
+def indexer_children(
+    owner: Owner, spec: IngestPipelineSpec, sink: BackendTableSpec
+) -> list[dict[str, Any]]:
+    """The indexer's ConfigMap and Deployment (``chainloom indexer run --config``)."""
+    streaming = spec.streaming
+    assert streaming is not None
+    _check_sink("streaming", sink)
+    settings = indexer_settings(streaming, sink)
+    name = f"{owner.name}-indexer"
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(owner, name, labels(owner, "indexer-config")),
+        "data": {"indexer.yaml": yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False)},
+    }
+    pod_labels = labels(owner, INDEXER)
+    selector = {
+        k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")
+    }
+    env = [{"name": "CHAINLOOM_INDEXER_CONFIG", "value": INDEXER_CONFIG_FILE}]
+    env += [{"name": k, "value": v} for k, v in sorted(streaming.env.items())]
+    container = {
+        "name": "indexer",
+        "image": streaming.image,
+        "command": ["chainloom"],
+        "args": ["indexer", "run", "--config", INDEXER_CONFIG_FILE],
+        "env": env,
+        "ports": [{"name": "probes", "containerPort": INDEXER_PORT, "protocol": "TCP"}],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "probes"}},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "probes"}, "periodSeconds": 20},
+        "volumeMounts": [{"name": "config", "mountPath": "/etc/chainloom", "readOnly": True}],
+        "securityContext": container_security(),
+        "resources": resources(streaming.resources.cpu, streaming.resources.memory),
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(owner, name, pod_labels),
+        "spec": {
+            "replicas": 0 if spec.suspend else streaming.replicas,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {
+                    "labels": dict(pod_labels),
+                    "annotations": {CONFIG_HASH_ANNOTATION: content_hash(config["data"])},
+                },
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "terminationGracePeriodSeconds": int(streaming.drain_timeout) + 10,
+                    "securityContext": pod_security(),
+                    "containers": [container],
+                    "volumes": [{"name": "config", "configMap": {"name": name}}],
+                },
+            },
+        },
+    }
+    return [config, deployment]
+
+
+def render_pipeline(
+    owner: Owner, spec: IngestPipelineSpec, sink: BackendTableSpec
+) -> list[dict[str, Any]]:
+    """Every child of the pipeline."""
+    if spec.mode == "streaming":
+        return indexer_children(owner, spec, sink)
+    assert spec.batch is not None
+    if spec.schedule is not None:
+        return [scheduled_application(owner, spec, spec.batch, sink)]
+    return [spark_application(owner, spec.batch, sink)]

@@ -1,0 +1,309 @@
+"""A RelayerPool as manifests: listener Deployment + Service, a worker Deployment per
+{chain, wallet}, the ConfigMap, and a NetworkPolicy.
+
+The ConfigMap's ``relayer.yaml`` is a :class:`~chainloom.relayer.config.RelayerSettings` built
+from the spec and dumped by the model, so the pods load exactly the settings the operator
+validated (``chainloom relayer listen|work --config``). Secrets never enter it: a Redis URL
+from a Secret reaches the pods as ``CHAINLOOM_REDIS__URL`` (``secretKeyRef``), and each wallet
+key is a file of a Secret volume mounted into its one worker only (``--wallet-file``), never an
+environment variable. One worker Deployment per wallet, one replica, ``Recreate``: two workers
+never hold the same wallet, not even during a rollout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from chainloom.relayer.config import RelayerSettings
+from chainloom.settings.parts import REVEAL_SECRETS
+from chainloom.wormhole import chain_name
+from chainloom_operator._render.common import (
+    CONFIG_HASH_ANNOTATION,
+    Owner,
+    container_security,
+    content_hash,
+    labels,
+    metadata,
+    pod_security,
+    resources,
+)
+from chainloom_operator.models import ChainSpec, RelayerPoolSpec, WalletSpec
+
+CONFIG_DIR = "/etc/chainloom"
+"""Where the ConfigMap is mounted."""
+CONFIG_FILE = f"{CONFIG_DIR}/relayer.yaml"
+"""The relayer's settings file inside the pods."""
+WALLET_DIR = "/var/run/chainloom/wallet"
+"""Where a worker's wallet Secret is mounted."""
+WALLET_FILE = f"{WALLET_DIR}/key"
+"""The wallet key file a worker reads (``--wallet-file``)."""
+LISTENER = "relayer-listener"
+WORKER = "relayer-worker"
+CONFIG = "relayer-config"
+
+
+def config_map_name(owner: Owner) -> str:
+    return f"{owner.name}-relayer"
+
+
+def listener_name(owner: Owner) -> str:
+    return f"{owner.name}-listener"
+
+
+def worker_name(owner: Owner, chain: int, wallet: WalletSpec) -> str:
+    return f"{owner.name}-worker-{chain_name(chain)}-{wallet.name}"
+
+
+def relayer_settings(spec: RelayerPoolSpec) -> RelayerSettings:
+    """The settings every pod of the pool loads (the Redis URL of a Secret is left out)."""
+    redis: dict[str, Any] = {"key_prefix": spec.redis.key_prefix}
+    if spec.redis.url is not None:
+        redis["url"] = spec.redis.url
+    listener = spec.listener
+    return RelayerSettings.model_validate(
+        {
+            "redis": redis,
+            "spy_address": spec.spy_address,
+            "spy_buffer": listener.spy_buffer,
+            "spy_overflow": listener.spy_overflow,
+            "rest": {"host": "0.0.0.0", **listener.rest.model_dump()},  # noqa: S104 (in a pod)
+            "intake_threads": listener.intake_threads,
+            "redeem_check": listener.redeem_check,
+            "target_chains": [c.chain for c in spec.chains],
+            "worker": spec.worker.model_dump(),
+            **spec.validation.model_dump(),
+        }
+    )
+
+
+def chains_document(spec: RelayerPoolSpec) -> dict[str, Any]:
+    """Per-chain RPC endpoints, confirmations and contracts (``chains.yaml``, for the chain
+    adapters; wallets appear by name only)."""
+    return {
+        "chains": [
+            {
+                "chain": c.chain,
+                "name": chain_name(c.chain),
+                "rpc_endpoint": c.rpc_endpoint,
+                "confirmations": c.confirmations,
+                "contracts": dict(c.contracts),
+                "wallets": [w.name for w in c.wallets],
+            }
+            for c in spec.chains
+        ]
+    }
+
+
+def config_map(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
+    settings = relayer_settings(spec)
+    exclude = None if spec.redis.url is not None else {"redis": {"url"}}
+    # The URL is plain here (the spec refuses one with a password); revealing it only stops
+    # the model masking it.
+    dumped = settings.model_dump(mode="json", exclude=exclude, context={REVEAL_SECRETS: True})
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(owner, config_map_name(owner), labels(owner, CONFIG)),
+        "data": {
+            "relayer.yaml": yaml.safe_dump(dumped, sort_keys=False),
+            "chains.yaml": yaml.safe_dump(chains_document(spec), sort_keys=False),
+        },
+    }
+
+
+def _environment(spec: RelayerPoolSpec) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [{"name": "CHAINLOOM_RELAYER_CONFIG", "value": CONFIG_FILE}]
+    if spec.redis.secret_ref is not None:
+        ref = spec.redis.secret_ref
+        env.append(
+            {
+                "name": "CHAINLOOM_REDIS__URL",
+                "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}},
+            }
+        )
+    return env
+
+
+def _config_volume(owner: Owner) -> dict[str, Any]:
+    return {"name": "config", "configMap": {"name": config_map_name(owner)}}
+
+
+def _config_mount() -> dict[str, Any]:
+    return {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}
+
+
+def _deployment(
+    owner: Owner,
+    name: str,
+    *,
+    pod_labels: dict[str, str],
+    selector: dict[str, str],
+    replicas: int,
+    container: dict[str, Any],
+    volumes: list[dict[str, Any]],
+    config_hash: str,
+    strategy: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "selector": {"matchLabels": selector},
+        "template": {
+            "metadata": {
+                "labels": dict(pod_labels),
+                "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
+            },
+            "spec": {
+                "automountServiceAccountToken": False,
+                "securityContext": pod_security(),
+                "containers": [container],
+                "volumes": volumes,
+            },
+        },
+    }
+    if strategy is not None:
+        spec["strategy"] = strategy
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(owner, name, pod_labels),
+        "spec": spec,
+    }
+
+
+def _listener_selector(pod_labels: dict[str, str]) -> dict[str, str]:
+    return {k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")}
+
+
+def listener_deployment(owner: Owner, spec: RelayerPoolSpec, config_hash: str) -> dict[str, Any]:
+    rest = spec.listener.rest
+    pod_labels = labels(owner, LISTENER)
+    container: dict[str, Any] = {
+        "name": "listener",
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["chainloom"],
+        "args": ["relayer", "listen", "--config", CONFIG_FILE],
+        "env": _environment(spec),
+        "volumeMounts": [_config_mount()],
+        "securityContext": container_security(),
+        "resources": resources(spec.listener.resources.cpu, spec.listener.resources.memory),
+    }
+    if rest.enabled:
+        container["ports"] = [{"name": "http", "containerPort": rest.port, "protocol": "TCP"}]
+        container["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": "http"}}
+        container["livenessProbe"] = {
+            "httpGet": {"path": "/healthz", "port": "http"},
+            "periodSeconds": 20,
+        }
+    selector = {
+        k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")
+    }
+    return _deployment(owner, listener_name(owner), pod_labels=pod_labels, selector=selector,
+                       replicas=spec.listener.replicas, container=container,
+                       volumes=[_config_volume(owner)], config_hash=config_hash)  # fmt: skip
+
+
+def listener_service(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
+    pod_labels = labels(owner, LISTENER)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(owner, listener_name(owner), pod_labels),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": _listener_selector(pod_labels),
+            "ports": [{"name": "http", "port": spec.listener.rest.port, "targetPort": "http",
+                       "protocol": "TCP"}],
+        },
+    }  # fmt: skip
+
+
+def worker_deployment(
+    owner: Owner, spec: RelayerPoolSpec, chain: ChainSpec, wallet: WalletSpec, config_hash: str
+) -> dict[str, Any]:
+    pod_labels = labels(
+        owner,
+        WORKER,
+        **{"chainloom.io/chain": str(chain.chain), "chainloom.io/wallet": wallet.name},
+    )
+    container = {
+        "name": "worker",
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["chainloom"],
+        "args": ["relayer", "work", "--chain", str(chain.chain), "--wallet-file", WALLET_FILE,
+                 "--config", CONFIG_FILE],
+        "env": _environment(spec),
+        "volumeMounts": [_config_mount(),
+                         {"name": "wallet", "mountPath": WALLET_DIR, "readOnly": True}],
+        "securityContext": container_security(),
+        "resources": resources(spec.worker_resources.cpu, spec.worker_resources.memory),
+    }  # fmt: skip
+    wallet_volume = {
+        "name": "wallet",
+        "secret": {
+            "secretName": wallet.secret_ref.name,
+            "items": [{"key": wallet.secret_ref.key, "path": "key"}],
+            "defaultMode": 0o440,
+        },
+    }
+    selector = {
+        k: pod_labels[k]
+        for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component",
+                  "chainloom.io/chain", "chainloom.io/wallet")
+    }  # fmt: skip
+    return _deployment(owner, worker_name(owner, chain.chain, wallet), pod_labels=pod_labels,
+                       selector=selector, replicas=1, container=container,
+                       volumes=[_config_volume(owner), wallet_volume], config_hash=config_hash,
+                       strategy={"type": "Recreate"})  # fmt: skip
+
+
+def network_policy(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
+    """Ingress to the pool's pods: only the listener's REST port (workers take none)."""
+    ingress: list[dict[str, Any]] = []
+    if spec.listener.rest.enabled:
+        ingress.append(
+            {
+                "ports": [{"protocol": "TCP", "port": spec.listener.rest.port}],
+            }
+        )
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(owner, f"{owner.name}-relayer", labels(owner, "relayer-network")),
+        "spec": {
+            "podSelector": {
+                "matchLabels": owner.selector() | {"app.kubernetes.io/part-of": "chainloom"}
+            },
+            "policyTypes": ["Ingress"],
+            "ingress": ingress,
+        },
+    }
+
+
+def render_relayer_pool(owner: Owner, spec: RelayerPoolSpec) -> list[dict[str, Any]]:
+    """Every child of the pool, ConfigMap first (pods mount it)."""
+    config = config_map(owner, spec)
+    config_hash = content_hash(config["data"])
+    children = [config, listener_deployment(owner, spec, config_hash)]
+    if spec.listener.rest.enabled:
+        children.append(listener_service(owner, spec))
+    for chain in spec.chains:
+        for wallet in chain.wallets:
+            children.append(worker_deployment(owner, spec, chain, wallet, config_hash))
+    children.append(network_policy(owner, spec))
+    return children
+
+
+def secret_references(spec: RelayerPoolSpec) -> list[tuple[str, str, str]]:
+    """``(secret, key, purpose)`` of every Secret the pool's pods need."""
+    found = []
+    if spec.redis.secret_ref is not None:
+        found.append((spec.redis.secret_ref.name, spec.redis.secret_ref.key, "Redis URL"))
+    for chain in spec.chains:
+        for wallet in chain.wallets:
+            purpose = f"wallet {wallet.name} of chain {chain_name(chain.chain)}"
+            found.append((wallet.secret_ref.name, wallet.secret_ref.key, purpose))
+    return found

@@ -1,0 +1,85 @@
+"""``chainloom operator``: run the Kubernetes operator, and write its CRDs.
+
+``run`` starts the kopf operator against the current kubeconfig (development outside the
+cluster; in a pod it uses the in-cluster service account). ``crds`` regenerates ``crds/`` and
+the chart's copy from the spec models; ``--check`` only reports stale files (exit 1), as CI does.
+The operator package and kopf are imported only when a subcommand runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from chainloom.cli._settings import config_option, load_or_exit
+
+DEFAULT_CRD_DIRS = ("crds", "charts/chainloom/crds")
+"""Where the generated CRDs live, relative to the repository root."""
+
+
+@click.group()
+def operator() -> None:
+    """The Kubernetes operator (IngestPipeline, RelayerPool, BackendTable)."""
+
+
+@operator.command()
+@click.option(
+    "--out",
+    "directories",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write (repeatable; default: crds/ and charts/chainloom/crds/).",
+)
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file is stale.")
+def crds(directories: tuple[Path, ...], check: bool) -> None:
+    """Generate the CRDs from the spec models."""
+    from chainloom_operator import crds as generator
+
+    targets = directories or tuple(Path(d) for d in DEFAULT_CRD_DIRS)
+    stale_found = False
+    for directory in targets:
+        if check:
+            stale = generator.stale_files(directory) if directory.is_dir() else ["(missing)"]
+            for name in stale:
+                click.echo(f"stale: {directory / name}")
+            stale_found = stale_found or bool(stale)
+        else:
+            for name in generator.write(directory):
+                click.echo(f"wrote {directory / name}")
+    if stale_found:
+        raise SystemExit(1)
+
+
+@operator.command()
+@config_option("CHAINLOOM_OPERATOR_CONFIG")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Default: $KUBECONFIG.")
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Watch this namespace (repeatable; default: the whole cluster).",
+)
+@click.option("--peering", help="ClusterKopfPeering shared by the replicas (peering).")
+@click.option("--priority", type=int, help="This replica's peering priority (priority).")
+@click.option("--liveness", help="Liveness endpoint URL, e.g. http://0.0.0.0:8080/healthz.")
+@click.option("--recheck-interval", type=float,
+              help="Seconds between BackendTable schema checks (recheck_interval).")  # fmt: skip
+def run(kubeconfig: str | None, namespaces: tuple[str, ...], **options: Any) -> None:
+    """Run the operator against the current kubeconfig until SIGINT or SIGTERM."""
+    import logging
+
+    from chainloom_operator.config import OperatorSettings
+    from chainloom_operator.runner import run as run_operator
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    flags = {
+        "namespaces": list(namespaces) or None,
+        "peering": options["peering"],
+        "priority": options["priority"],
+        "liveness": options["liveness"],
+        "recheck_interval": options["recheck_interval"],
+    }
+    settings = load_or_exit(OperatorSettings, options["config_path"], flags)
+    run_operator(settings, kubeconfig)

@@ -1,0 +1,112 @@
+"""IngestPipeline -> SparkApplication / ScheduledSparkApplication / indexer, as data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from chainloom.indexer.config import IndexerSettings
+from chainloom.settings import load_settings
+from chainloom_operator._render.common import Owner
+from chainloom_operator._render.pipeline import render_pipeline
+from chainloom_operator.errors import SpecError
+from chainloom_operator.models import BackendTableSpec, IngestPipelineSpec
+from chainloom_spark.jobs import check_arguments
+from tests.conftest import REPO_ROOT
+
+OWNER = Owner("IngestPipeline", "backfill-2024", "data", "uid-7", 2)
+
+
+def _sample(name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = yaml.safe_load((REPO_ROOT / "docs/samples" / name).read_text())["spec"]
+    return spec
+
+
+BIGTABLE = BackendTableSpec.model_validate(_sample("backendtable-bigtable.yaml"))
+CASSANDRA = BackendTableSpec.model_validate(_sample("backendtable-cassandra.yaml"))
+
+
+def _render(spec: dict[str, Any], sink: BackendTableSpec = BIGTABLE) -> list[dict[str, Any]]:
+    return render_pipeline(OWNER, IngestPipelineSpec.model_validate(spec), sink)
+
+
+def test_batch_renders_a_spark_application_through_the_spark_manifest() -> None:
+    (app,) = _render(_sample("ingestpipeline-batch.yaml"))
+    assert (app["apiVersion"], app["kind"]) == ("sparkoperator.k8s.io/v1beta2", "SparkApplication")
+    assert app["metadata"]["name"] == "backfill-2024"
+    assert app["metadata"]["namespace"] == "data"
+    assert app["metadata"]["ownerReferences"][0]["uid"] == "uid-7"
+    spec = app["spec"]
+    job, *arguments = spec["arguments"]
+    assert job == "vaa-ingest"
+    check_arguments(job, arguments)
+    assert arguments[:4] == ["--input", "s3a://wormhole-archive/vaas/2024/", "--table",
+                             "wormhole-events"]  # fmt: skip
+    assert arguments[4:6] == ["--index-table", "wormhole-events-index"]
+    assert spec["executor"]["instances"] == 4
+    assert spec["executor"]["memory"] == "2g"
+    assert spec["executor"]["labels"]["chainloom.io/job"] == "vaa-ingest"
+
+
+def test_ledger_load_writes_to_the_cassandra_sink() -> None:
+    spec = {"mode": "batch", "sink": "ledger",
+            "batch": {"job": "ledger-load", "input": "/data/ledgers.jsonl"}}  # fmt: skip
+    (app,) = _render(spec, CASSANDRA)
+    arguments = app["spec"]["arguments"][1:]
+    check_arguments("ledger-load", arguments)
+    assert arguments[arguments.index("--cassandra-hosts") + 1] == "cassandra.databases.svc:9042"
+    assert arguments[arguments.index("--keyspace") + 1] == "chainloom_ledger"
+
+
+def test_schedule_renders_a_scheduled_application() -> None:
+    (scheduled,) = _render(_sample("ingestpipeline-scheduled.yaml"))
+    assert scheduled["kind"] == "ScheduledSparkApplication"
+    assert scheduled["spec"]["schedule"] == "0 2 * * *"
+    assert scheduled["spec"]["concurrencyPolicy"] == "Forbid"
+    assert scheduled["spec"]["template"]["type"] == "Python"
+
+
+def test_streaming_renders_the_indexer_with_its_settings(tmp_path: Path) -> None:
+    config, deployment = _render(_sample("ingestpipeline-streaming.yaml"))
+    assert config["kind"] == "ConfigMap"
+    path = tmp_path / "indexer.yaml"
+    path.write_text(config["data"]["indexer.yaml"])
+    settings = load_settings(IndexerSettings, config_file=path)
+    assert settings.spy.address == "spy.wormhole.svc:7073"
+    assert settings.spy.emitters[0].chain == 2
+    assert settings.bigtable.table == "wormhole-events"
+    assert settings.probes.host == "0.0.0.0"
+    assert deployment["spec"]["replicas"] == 1
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["indexer", "run", "--config", "/etc/chainloom/indexer.yaml"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_gap_backfill_fills_from_files_or_the_public_api() -> None:
+    spec = {"mode": "batch", "sink": "events", "batch": {"job": "gap-backfill", "input": "/vaas"}}
+    (app,) = _render(spec)
+    job, *arguments = app["spec"]["arguments"]
+    assert job == "gap-backfill"
+    check_arguments(job, arguments)
+    assert arguments[arguments.index("--files") + 1] == "/vaas"
+    batch = {"job": "gap-backfill", "arguments": ["--public-api", "guardian:443"]}
+    public = {"mode": "batch", "sink": "events", "batch": batch}
+    (app,) = _render(public)
+    assert "--files" not in app["spec"]["arguments"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "sink", "message"),
+    [
+        (_sample("ingestpipeline-batch.yaml"), CASSANDRA, "writes to a bigtable BackendTable"),
+        ({"mode": "batch", "sink": "x",
+          "batch": {"job": "vaa-ingest", "input": "i", "arguments": ["--no-such-flag"]}},
+         BIGTABLE, "batch.arguments"),
+    ],
+)  # fmt: skip
+def test_refused(spec: dict[str, Any], sink: BackendTableSpec, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        _render(spec, sink)

@@ -1,0 +1,149 @@
+"""RelayerPool -> manifests, as data."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from chainloom.relayer.config import RelayerSettings
+from chainloom.settings import load_settings
+from chainloom_operator._render.common import Owner, stale_children
+from chainloom_operator._render.relayer import (
+    WALLET_FILE,
+    render_relayer_pool,
+    secret_references,
+)
+from chainloom_operator.models import RelayerPoolSpec
+from tests.conftest import REPO_ROOT
+
+OWNER = Owner("RelayerPool", "mainnet", "relay", "0b4c-uid", 3)
+
+
+def _sample() -> dict[str, Any]:
+    document = yaml.safe_load((REPO_ROOT / "docs/samples/relayerpool.yaml").read_text())
+    spec: dict[str, Any] = document["spec"]
+    return spec
+
+
+def _render(spec: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    children = render_relayer_pool(OWNER, RelayerPoolSpec.model_validate(spec))
+    return {(c["kind"], c["metadata"]["name"]): c for c in children}
+
+
+def test_children_of_the_sample_pool() -> None:
+    children = _render(_sample())
+    assert sorted(children) == [
+        ("ConfigMap", "mainnet-relayer"),
+        ("Deployment", "mainnet-listener"),
+        ("Deployment", "mainnet-worker-ethereum-hot-1"),
+        ("Deployment", "mainnet-worker-ethereum-hot-2"),
+        ("Deployment", "mainnet-worker-solana-hot-1"),
+        ("NetworkPolicy", "mainnet-relayer"),
+        ("Service", "mainnet-listener"),
+    ]
+    for child in children.values():
+        meta = child["metadata"]
+        assert meta["namespace"] == "relay"
+        assert meta["ownerReferences"] == [
+            {"apiVersion": "chainloom.io/v1alpha1", "kind": "RelayerPool", "name": "mainnet",
+             "uid": "0b4c-uid", "controller": True, "blockOwnerDeletion": True}
+        ]  # fmt: skip
+        assert meta["labels"]["chainloom.io/owner-name"] == "mainnet"
+        assert meta["labels"]["app.kubernetes.io/managed-by"] == "chainloom-operator"
+
+
+def test_one_worker_per_wallet_with_its_key_as_a_file() -> None:
+    worker = _render(_sample())[("Deployment", "mainnet-worker-ethereum-hot-2")]
+    assert worker["spec"]["replicas"] == 1
+    assert worker["spec"]["strategy"] == {"type": "Recreate"}
+    pod = worker["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"][:4] == ["relayer", "work", "--chain", "2"]
+    assert container["args"][4:6] == ["--wallet-file", WALLET_FILE]
+    wallet = next(v for v in pod["volumes"] if v["name"] == "wallet")
+    assert wallet["secret"] == {
+        "secretName": "eth-hot-2",
+        "items": [{"key": "key", "path": "key"}],
+        "defaultMode": 0o440,
+    }
+    assert "eth-hot-2" not in json.dumps(container.get("env", []))
+    selector = worker["spec"]["selector"]["matchLabels"]
+    assert selector["chainloom.io/wallet"] == "hot-2"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_wallet_secrets_appear_nowhere_but_their_volume() -> None:
+    children = _render(_sample())
+    for (kind, name), child in children.items():
+        text = json.dumps(child)
+        if kind == "Deployment" and "worker-ethereum-hot-1" in name:
+            assert text.count("eth-hot-1") == 1
+        else:
+            assert "eth-hot-1" not in text, name
+
+
+def test_config_map_is_the_relayer_settings(tmp_path: Path) -> None:
+    config = _render(_sample())[("ConfigMap", "mainnet-relayer")]
+    path = tmp_path / "relayer.yaml"
+    path.write_text(config["data"]["relayer.yaml"])
+    settings = load_settings(RelayerSettings, config_file=path)
+    assert settings.spy_address == "spy.wormhole.svc:7073"
+    assert settings.target_chains == (2, 1)
+    assert settings.rest.host == "0.0.0.0"
+    assert settings.redis.url.get_secret_value() == "redis://redis.databases.svc:6379/0"
+    assert settings.known_emitters == ("mainnet",)
+    chains = yaml.safe_load(config["data"]["chains.yaml"])["chains"]
+    assert chains[0]["confirmations"] == 12
+    assert chains[0]["wallets"] == ["hot-1", "hot-2"]
+
+
+def test_redis_url_from_a_secret_is_environment_from_the_secret() -> None:
+    spec = _sample() | {"redis": {"secret_ref": {"name": "redis-url", "key": "url"}}}
+    children = _render(spec)
+    config = children[("ConfigMap", "mainnet-relayer")]["data"]["relayer.yaml"]
+    assert "url" not in yaml.safe_load(config)["redis"]
+    listener = children[("Deployment", "mainnet-listener")]
+    env = listener["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "CHAINLOOM_REDIS__URL",
+            "valueFrom": {"secretKeyRef": {"name": "redis-url", "key": "url"}}} in env  # fmt: skip
+    assert ("redis-url", "url", "Redis URL") in secret_references(
+        RelayerPoolSpec.model_validate(spec)
+    )
+
+
+def test_a_spec_change_rolls_the_pods_and_prunes_removed_wallets() -> None:
+    before = render_relayer_pool(OWNER, RelayerPoolSpec.model_validate(_sample()))
+    changed = copy.deepcopy(_sample())
+    changed["chains"][0]["wallets"] = changed["chains"][0]["wallets"][:1]
+    changed["worker"]["max_retries"] = 3
+    after = render_relayer_pool(OWNER, RelayerPoolSpec.model_validate(changed))
+
+    def hash_of(children: list[dict[str, Any]], name: str) -> str:
+        deployment = next(c for c in children if c["metadata"]["name"] == name)
+        annotations: dict[str, str] = deployment["spec"]["template"]["metadata"]["annotations"]
+        return annotations["chainloom.io/config-hash"]
+
+    assert hash_of(before, "mainnet-listener") != hash_of(after, "mainnet-listener")
+    stale = stale_children(after, before)
+    assert [c["metadata"]["name"] for c in stale] == ["mainnet-worker-ethereum-hot-2"]
+
+
+def test_network_policy_admits_only_the_rest_port() -> None:
+    policy = _render(_sample())[("NetworkPolicy", "mainnet-relayer")]["spec"]
+    assert policy["policyTypes"] == ["Ingress"]
+    assert policy["ingress"] == [{"ports": [{"protocol": "TCP", "port": 4201}]}]
+    assert policy["podSelector"]["matchLabels"]["chainloom.io/owner-name"] == "mainnet"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_service_only_with_rest(enabled: bool) -> None:
+    spec = _sample()
+    spec["listener"]["rest"]["enabled"] = enabled
+    assert (("Service", "mainnet-listener") in _render(spec)) is enabled

@@ -1,0 +1,121 @@
+"""Status computation from observed children (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chainloom_operator._render.status import (
+    ConditionType,
+    Failure,
+    Verdict,
+    conditions,
+    pipeline_status,
+    relayer_pool_status,
+    table_status,
+)
+from chainloom_operator.models import Drift, IngestPipelineSpec, RelayerPoolSpec
+
+POOL = RelayerPoolSpec.model_validate(
+    {
+        "redis": {"url": "redis://r:6379/0"},
+        "chains": [{"chain": 2, "wallets": [{"name": "a", "secret_ref": {"name": "s"}}]}],
+    }
+)
+
+
+def _deployment(
+    component: str, available: int, *, chain: str = "", wallet: str = ""
+) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/component": component}
+    if chain:
+        labels |= {"chainloom.io/chain": chain, "chainloom.io/wallet": wallet}
+    return {
+        "metadata": {"labels": labels, "generation": 2},
+        "spec": {"replicas": 1},
+        "status": {"observedGeneration": 2, "updatedReplicas": available,
+                   "availableReplicas": available},
+    }  # fmt: skip
+
+
+def _by_type(found: Any) -> dict[str, Any]:
+    return {c.type: c for c in found.conditions}
+
+
+def test_pool_ready_when_every_deployment_is_available() -> None:
+    deployments = [_deployment("relayer-listener", 1),
+                   _deployment("relayer-worker", 1, chain="2", wallet="a")]  # fmt: skip
+    status = relayer_pool_status(POOL, deployments, generation=4, previous=[], now="T1")
+    found = _by_type(status)
+    assert found["Ready"].status == "True"
+    assert found["Ready"].observed_generation == 4
+    assert found["Progressing"].status == "False"
+    assert found["Degraded"].status == "False"
+    assert status.ready_workers == "1/1"
+    assert status.model_dump(by_alias=True)["readyWorkers"] == "1/1"
+
+
+def test_pool_waits_for_a_worker() -> None:
+    deployments = [_deployment("relayer-listener", 1),
+                   _deployment("relayer-worker", 0, chain="2", wallet="a")]  # fmt: skip
+    found = _by_type(relayer_pool_status(POOL, deployments, generation=1, previous=[], now="T"))
+    assert found["Ready"].status == "False"
+    assert "workers 2/a" in found["Ready"].message
+    assert found["Progressing"].status == "True"
+
+
+def test_failure_is_degraded_with_its_reason() -> None:
+    failure = Failure("MissingSecret", "Secret ns/s (wallet a) does not exist")
+    found = _by_type(relayer_pool_status(POOL, [], generation=1, previous=[], now="T",
+                                         failure=failure))  # fmt: skip
+    assert (found["Degraded"].status, found["Degraded"].reason) == ("True", "MissingSecret")
+    assert found["Ready"].status == "False"
+
+
+def test_transition_time_kept_while_status_is_unchanged() -> None:
+    verdicts: dict[ConditionType, Verdict] = {
+        "Ready": Verdict("True", "A"),
+        "Progressing": Verdict("False", "A"),
+        "Degraded": Verdict("False", "A"),
+    }
+    first = conditions(verdicts, 1, [], "T1")
+    previous = [c.model_dump(by_alias=True) for c in first]
+    verdicts["Degraded"] = Verdict("True", "B")
+    second = {c.type: c for c in conditions(verdicts, 2, previous, "T2")}
+    assert second["Ready"].last_transition_time == "T1"
+    assert second["Degraded"].last_transition_time == "T2"
+
+
+BATCH = IngestPipelineSpec.model_validate(
+    {"mode": "batch", "sink": "e", "batch": {"job": "vaa-ingest", "input": "x"}}
+)
+
+
+def test_pipeline_without_controller_says_so() -> None:
+    child = {"metadata": {"name": "p"}}
+    status = pipeline_status(BATCH, child, generation=1, previous=[], now="T", namespace="data")
+    ready = _by_type(status)["Ready"]
+    assert ready.reason == "AwaitingSparkOperator"
+    assert "spark-operator" in ready.message
+    assert "spark.jobNamespaces={data}" in ready.message
+
+
+def test_pipeline_mirrors_the_application_state() -> None:
+    state = {"state": "FAILED", "errorMessage": "driver OOM"}
+    child = {"metadata": {"name": "p"}, "status": {"applicationState": state}}
+    status = pipeline_status(BATCH, child, generation=1, previous=[], now="T", namespace="d")
+    found = _by_type(status)
+    assert status.state == "FAILED"
+    assert (found["Degraded"].status, found["Degraded"].message) == ("True", "driver OOM")
+    done = {"metadata": {"name": "p"}, "status": {"applicationState": {"state": "COMPLETED"}}}
+    assert _by_type(pipeline_status(BATCH, done, generation=1, previous=[], now="T",
+                                    namespace="d"))["Ready"].status == "True"  # fmt: skip
+
+
+def test_table_drift_is_reported_not_hidden() -> None:
+    drift = [Drift(table="t", item="f", problem="gc_rule", expected="max_versions=1",
+                   actual="max_versions=5")]  # fmt: skip
+    status = table_status(["t", "t-index"], [], drift, generation=1, previous=[], now="T")
+    found = _by_type(status)
+    assert found["Ready"].status == "True"
+    assert (found["Degraded"].status, found["Degraded"].reason) == ("True", "Drifted")
+    assert status.model_dump(by_alias=True)["drift"][0]["problem"] == "gc_rule"
