@@ -20,6 +20,11 @@ idempotent upsert). So the tables come out identical to the sequential ETL's.
 The first ledger of an empty store (the full state) is written and committed by the driver
 before any executor starts: a backend writes ``diff`` rows only once a range exists.
 
+Settings come from two models: the database from the ledger settings, read as ``chainloom
+ledger load`` reads them (``--config`` / ``$CHAINLOOM_LEDGER_CONFIG``), and the SparkSession
+from the jobs' shared ``spark`` settings through :func:`chainloom_spark.session.job_session`,
+as every job builds it (``$CHAINLOOM_SPARK_CONFIG``, ``CHAINLOOM_SPARK__...``, ``--master``).
+
 SQLite: executors' writers to one file take turns on its write lock (each ledger is one
 transaction), so a SQLite load gains nothing from more partitions; it is for local runs.
 """
@@ -65,6 +70,8 @@ from chainloom.ledger.types import LedgerHeader
 from chainloom.settings import load_settings
 from chainloom_spark.errors import JobArgumentError
 from chainloom_spark.runner import run_job
+from chainloom_spark.session import job_session
+from chainloom_spark.settings import SparkJobSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,6 +79,9 @@ if TYPE_CHECKING:
     from chainloom.ledger.successor import SuccessorTracker
 
 LOG = logging.getLogger("chainloom_spark.ledger_load")
+
+JOB = "ledger-load"
+"""The job's name."""
 
 DEFAULT_BATCH = 64
 """Ledgers per Spark job: the fence moves after each; two batches bound the driver's memory."""
@@ -437,9 +447,7 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     """The job's command line."""
-    parser = _Parser(
-        prog="ledger-load", description="Load an XRPL ledger dump with Spark executors."
-    )
+    parser = _Parser(prog=JOB, description="Load an XRPL ledger dump with Spark executors.")
     parser.add_argument("--input", required=True, type=Path, help="The ledger dump (JSON lines).")
     parser.add_argument("--config", help="A ledger settings YAML file (CHAINLOOM_LEDGER_CONFIG).")
     parser.add_argument("--backend", choices=["sqlite", "cassandra"], help="database.type")
@@ -456,7 +464,9 @@ def parser() -> argparse.ArgumentParser:
         "--batch", type=int, default=DEFAULT_BATCH, help="Ledgers per Spark job (fence step)."
     )
     parser.add_argument("--verify-state", action="store_true", help="Check every account_hash.")
-    parser.add_argument("--master", help="Spark master (default: spark-submit's).")
+    parser.add_argument(
+        "--master", help="Spark master (spark.master; default: spark-submit's, else local[*])."
+    )
     return parser
 
 
@@ -482,18 +492,6 @@ def ledger_settings(args: argparse.Namespace) -> LedgerSettings:
     return load_settings(LedgerSettings, config_file=args.config, flags=flags)
 
 
-def _session(master: str | None) -> SparkSession:
-    """A SparkSession for this job (the shared ``chainloom_spark.session`` replaces this)."""
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName("chainloom-ledger-load").config(
-        "spark.ui.enabled", "false"
-    )
-    if master:
-        builder = builder.master(master)
-    return builder.getOrCreate()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the job; the exit code of the project's table (0, 1, 2, 3, 4)."""
     if not LOG.handlers:
@@ -515,16 +513,17 @@ def _load(argv: list[str] | None) -> int:
         settings = ledger_settings(args)
         if not args.input.is_file():
             raise LedgerInputError(f"--input: ledger dump {args.input} does not exist")
-        spark = _session(args.master)
-        options = LoadOptions(
-            dump=args.input,
-            settings=settings,
-            partitions=args.partitions or spark.sparkContext.defaultParallelism,
-            batch=args.batch,
-            verify_state=args.verify_state,
-        )
-        load = LedgerLoad(spark, options)
-        load.run()
+        spark_settings = load_settings(SparkJobSettings, flags={"spark.master": args.master})
+        with job_session(spark_settings.spark, JOB) as spark:
+            options = LoadOptions(
+                dump=args.input,
+                settings=settings,
+                partitions=args.partitions or spark.sparkContext.defaultParallelism,
+                batch=args.batch,
+                verify_state=args.verify_state,
+            )
+            load = LedgerLoad(spark, options)
+            load.run()
     finally:
         if load is not None:
             LOG.info("%s", load.summary.line())

@@ -153,7 +153,7 @@ def test_parquet_input_with_a_binary_vaa_column(spark, bigtable_table_name, tmp_
     assert (summary["read"], summary["new"], summary["refused"]) == (40, 40, 0)
 
 
-def test_unusable_input_or_store_exits_with_one_line(bigtable_emulator, tmp_path, capsys):
+def test_unusable_input_or_store_exits_with_one_line(spark, bigtable_emulator, tmp_path, capsys):
     code, output = _run(["--input", str(tmp_path / "nope"), "--table", "t"], capsys)
     assert code == 2
     assert output.strip().endswith("nope: does not exist")
