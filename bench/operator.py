@@ -34,6 +34,8 @@ from typing import Any
 SPEC: dict[str, Any] = {
     "redis": {"url": "redis://redis.invalid:6379/0"},
     "chains": [{"chain": "ethereum", "wallets": [{"name": "w", "secret_ref": {"name": "wallet"}}]}],
+    # The pods go to the bench's own KWOK nodes, never to a real node of the cluster.
+    "placement": {"node_selector": {"chainloom.io/bench": "true"}},
 }
 
 
@@ -156,7 +158,7 @@ PODS_PER_NODE = 100
 
 
 def add_nodes(pools: int) -> list[str]:
-    """Fake nodes for the pools' pods (KWOK manages every node), labelled as the bench's."""
+    """Fake nodes for the pools' pods (KWOK manages nodes labelled type=kwok), the bench's own."""
     client, api = _api()
     core = client.CoreV1Api(api)
     names = [f"bench-kwok-{i}" for i in range(-(-2 * pools // PODS_PER_NODE))]

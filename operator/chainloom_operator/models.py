@@ -117,6 +117,30 @@ class Resources(Spec):
     memory: Quantity = Field(default="128Mi", description="Memory request and limit.")
 
 
+class Toleration(Spec):
+    """A taint the pods tolerate (Kubernetes' ``Toleration``, the fields a placement needs)."""
+
+    key: str = Field(default="", max_length=253, description="Taint key; empty matches every key.")
+    operator: Literal["Exists", "Equal"] = Field(
+        default="Equal", description="Exists (any value) or Equal (the value below)."
+    )
+    value: str = Field(default="", max_length=63, description="Taint value, for Equal.")
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        default="", description="Taint effect; empty matches every effect."
+    )
+
+
+class Placement(Spec):
+    """Where the pods may run: copied into every pod template the resource renders."""
+
+    node_selector: dict[str, str] = Field(
+        default_factory=dict, description="Node labels a node must carry (nodeSelector)."
+    )
+    tolerations: tuple[Toleration, ...] = Field(
+        default=(), description="Taints the pods tolerate (e.g. dedicated nodes)."
+    )
+
+
 class StatusPart(BaseModel):
     """Base of the status models: camelCase on the wire, as Kubernetes tools read status.
 
@@ -275,6 +299,9 @@ class RelayerPoolSpec(Spec):
     listener: ListenerSpec = Field(default_factory=ListenerSpec, description="The listener.")
     worker: RelayerWorkerSettings = reused(RelayerSettings, "worker")
     worker_resources: Resources = Field(default_factory=Resources, description="Per worker pod.")
+    placement: Placement = Field(
+        default_factory=Placement, description="Node selector and tolerations of every pod."
+    )
     chains: tuple[ChainSpec, ...] = Field(
         min_length=1, max_length=32, description="The target chains."
     )
@@ -307,7 +334,7 @@ class RelayerPoolStatus(Status):
 # --------------------------------------------------------------------------------------------
 # IngestPipeline
 
-BatchJob = Literal["vaa-ingest", "ledger-load", "gap-backfill"]
+BatchJob = Literal["vaa-ingest", "ledger-load", "gap-backfill", "enrich", "export"]
 """The Spark jobs (``chainloom_spark.jobs.JOBS``; a unit test keeps the two equal)."""
 
 
@@ -330,16 +357,17 @@ class BatchSpec(Spec):
     """A Spark job run by the spark-operator."""
 
     def cel_checks(self) -> list[str]:
-        if self.input is None and self.job != "gap-backfill":
-            return ["input is required for vaa-ingest and ledger-load"]
+        if self.input is None and self.job not in ("gap-backfill", "export"):
+            return ["input is required for vaa-ingest, ledger-load and enrich"]
         return []
 
     job: BatchJob = Field(description="The job (chainloom spark run JOB).")
     input: str | None = Field(
         default=None,
         min_length=1,
-        description="What the job reads: --input of vaa-ingest and ledger-load (required "
-        "there), --files of gap-backfill (else give --public-api in arguments).",
+        description="What the job reads: --input of vaa-ingest and ledger-load and --prices of "
+        "enrich (required there), --files of gap-backfill (else give --public-api in "
+        "arguments); export takes its --output in arguments.",
     )
     arguments: tuple[str, ...] = Field(
         default=(), description="Further flags of the job, appended after the rendered ones."
@@ -367,12 +395,15 @@ class StreamingSpec(Spec):
     drain_timeout: float = reused(IndexerSettings, "drain_timeout")
     env: dict[str, str] = reused(KubernetesSettings, "env")
     resources: Resources = Field(default_factory=Resources, description="Per indexer pod.")
+    placement: Placement = Field(
+        default_factory=Placement, description="Node selector and tolerations of the pods."
+    )
 
 
 cel(
     BatchSpec,
-    ("self.job == 'gap-backfill' || has(self.input)",
-     "input is required for vaa-ingest and ledger-load"),
+    ("self.job == 'gap-backfill' || self.job == 'export' || has(self.input)",
+     "input is required for vaa-ingest, ledger-load and enrich"),
 )  # fmt: skip
 
 

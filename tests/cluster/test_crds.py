@@ -42,7 +42,7 @@ INVALID = [
       "streaming": {"spy": {"address": "spy:7073"}}},
      "schedule is only for batch jobs"),
     ("IngestPipeline", {"mode": "batch", "sink": "e", "batch": {"job": "ledger-load"}},
-     "input is required for vaa-ingest and ledger-load"),
+     "input is required for vaa-ingest, ledger-load and enrich"),
     ("IngestPipeline", {"mode": "batch", "sink": "e"},
      "give batch for mode batch, streaming for mode streaming"),
     ("BackendTable", {"backend": "cassandra"},

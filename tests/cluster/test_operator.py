@@ -72,9 +72,25 @@ def _condition(kubeconfig: str, namespace: str, resource: str, kind: str) -> dic
     return next((c for c in conditions if c["type"] == kind), {})
 
 
-def _pool_sample() -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load((SAMPLES / "relayerpool.yaml").read_text())
+KWOK_PLACEMENT = {
+    "node_selector": {"type": "kwok"},
+    "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
+}
+"""Where the tests' pods go: the stack's simulated KWOK node (labelled and tainted for it), which
+runs them without a container runtime; never a real node, where the sample's addresses mean
+nothing."""
+
+
+def _on_kwok(sample: str) -> dict[str, Any]:
+    """A sample resource with its pods placed on the KWOK node."""
+    document: dict[str, Any] = yaml.safe_load((SAMPLES / sample).read_text())
+    spec = document["spec"]
+    spec.get("streaming", spec)["placement"] = KWOK_PLACEMENT
     return document
+
+
+def _pool_sample() -> dict[str, Any]:
+    return _on_kwok("relayerpool.yaml")
 
 
 def test_relayer_pool_children_status_updates_repair_and_gc(
@@ -82,7 +98,7 @@ def test_relayer_pool_children_status_updates_repair_and_gc(
 ) -> None:
     namespace = kube_namespace
     _secrets(kubeconfig, namespace, "eth-hot-1", "eth-hot-2", "sol-hot-1")
-    _apply(kubeconfig, namespace, SAMPLES / "relayerpool.yaml")
+    _apply(kubeconfig, namespace, _pool_sample())
     pool = kubectl_json(kubeconfig, "-n", namespace, "get", "rpool", "mainnet")
 
     def all_children() -> dict[tuple[str, str], dict[str, Any]] | None:
@@ -174,7 +190,7 @@ def test_restart_reconciles_what_changed_while_the_operator_was_down(
     _secrets(kubeconfig, namespace, "eth-hot-1", "eth-hot-2", "sol-hot-1")
     first = start_operator(kubeconfig, namespace, tmp_path / "first.log")
     try:
-        _apply(kubeconfig, namespace, SAMPLES / "relayerpool.yaml")
+        _apply(kubeconfig, namespace, _pool_sample())
         wait_for(lambda: set(_children(kubeconfig, namespace)) >= POOL_CHILDREN,
                  what="the children")  # fmt: skip
     finally:
@@ -246,7 +262,7 @@ def test_ingest_pipeline_renders_a_spark_application_the_server_accepts(
         wait_for(completed, what="the pipeline to mirror COMPLETED")
 
         # Streaming mode: the indexer's Deployment, run by KWOK.
-        _apply(kubeconfig, namespace, SAMPLES / "ingestpipeline-streaming.yaml")
+        _apply(kubeconfig, namespace, _on_kwok("ingestpipeline-streaming.yaml"))
         wait_for(lambda: _condition(kubeconfig, namespace, "ipl/live", "Ready").get("status")
                  == "True", timeout=120, what="the indexer available")  # fmt: skip
         indexer = kubectl_json(kubeconfig, "-n", namespace, "get", "deployment", "live-indexer")
@@ -274,7 +290,7 @@ def test_two_replicas_one_acts_and_the_other_takes_over(
         # Replicas start paused; only the one with the highest priority resumes.
         wait_for(lambda: "Resuming operations after the pause" in active.output(),
                  what="the active replica to resume")  # fmt: skip
-        _apply(kubeconfig, namespace, SAMPLES / "relayerpool.yaml")
+        _apply(kubeconfig, namespace, _pool_sample())
         wait_for(lambda: set(_children(kubeconfig, namespace)) >= POOL_CHILDREN,
                  what="the children")  # fmt: skip
         wait_for(lambda: "Handler 'relayer_pool' succeeded" in active.output(),
@@ -336,7 +352,7 @@ def test_retries_are_bounded(chainloom_crds: str, kube_namespace: str, tmp_path:
     running = start_operator(kubeconfig, namespace, tmp_path / "operator.log",
                              env={"CHAINLOOM_RETRIES": "2"})  # fmt: skip
     try:
-        _apply(kubeconfig, namespace, SAMPLES / "relayerpool.yaml")  # no Secrets exist
+        _apply(kubeconfig, namespace, _pool_sample())  # no Secrets exist
         wait_for(lambda: "gave up after 2 attempts" in running.output(),
                  what="the operator to give up")  # fmt: skip
         assert running.output().count("Handler 'relayer_pool' failed temporarily") == 1

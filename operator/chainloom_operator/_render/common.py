@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from chainloom_operator.models import API_VERSION
+from chainloom_operator.models import API_VERSION, Placement
 
 MANAGED_BY = "chainloom-operator"
 """``app.kubernetes.io/managed-by`` of every child; also the server-side apply field manager."""
@@ -106,6 +106,26 @@ def container_security() -> dict[str, Any]:
         "runAsNonRoot": True,
         "capabilities": {"drop": ["ALL"]},
     }
+
+
+def placement(where: Placement) -> dict[str, Any]:
+    """The pod-spec fields of a :class:`Placement` (none when it says nothing)."""
+    fields: dict[str, Any] = {}
+    if where.node_selector:
+        fields["nodeSelector"] = dict(where.node_selector)
+    if where.tolerations:
+        fields["tolerations"] = [
+            {
+                name: value
+                for name, value in (
+                    ("key", t.key), ("operator", t.operator), ("value", t.value),
+                    ("effect", t.effect),
+                )
+                if value
+            }
+            for t in where.tolerations
+        ]  # fmt: skip
+    return fields
 
 
 def resources(cpu: str, memory: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from chainloom_operator._render.common import (
     content_hash,
     labels,
     metadata,
+    placement,
     pod_security,
     resources,
 )
@@ -44,8 +45,10 @@ INDEXER_CONFIG_FILE = "/etc/chainloom/indexer.yaml"
 """The indexer's settings file inside its pods."""
 INDEXER_PORT = 4301
 """Port of the indexer's probes (``/healthz``, ``/readyz``, ``/metrics``)."""
-SINK_BACKEND = {"vaa-ingest": "bigtable", "gap-backfill": "bigtable", "ledger-load": "cassandra",
-                "streaming": "bigtable"}  # fmt: skip
+SINK_BACKEND = {
+    "vaa-ingest": "bigtable", "gap-backfill": "bigtable", "enrich": "bigtable",
+    "export": "bigtable", "ledger-load": "cassandra", "streaming": "bigtable",
+}  # fmt: skip
 """The backend each job (and the indexer) writes to."""
 
 
@@ -60,12 +63,16 @@ def job_arguments(batch: BatchSpec, sink: BackendTableSpec) -> list[str]:
     """The job's flags: input and sink location rendered, then ``batch.arguments``."""
     _check_sink(batch.job, sink)
     if sink.bigtable is not None:
-        tables = ["--table", sink.bigtable.table, "--index-table", sink.bigtable.index_table,
-                  "--guardian-set", batch.guardian_sets.source]  # fmt: skip
+        tables = ["--table", sink.bigtable.table, "--index-table", sink.bigtable.index_table]
+        verified = [*tables, "--guardian-set", batch.guardian_sets.source]
         if batch.job == "vaa-ingest":
-            rendered = ["--input", batch.input or "", *tables]
-        else:  # gap-backfill: files to fill from, or --public-api among the arguments
-            rendered = tables + (["--files", batch.input] if batch.input else [])
+            rendered = ["--input", batch.input or "", *verified]
+        elif batch.job == "gap-backfill":  # files to fill from, or --public-api in the arguments
+            rendered = verified + (["--files", batch.input] if batch.input else [])
+        elif batch.job == "enrich":
+            rendered = [*tables, "--prices", batch.input or ""]
+        else:  # export: --output among the arguments
+            rendered = tables
     else:
         assert sink.cassandra is not None
         cassandra = sink.cassandra
@@ -131,7 +138,7 @@ def scheduled_application(
 def indexer_settings(spec: StreamingSpec, sink: BackendTableSpec) -> IndexerSettings:
     """The indexer's settings model for this pipeline (probes on every interface of the pod)."""
     assert sink.bigtable is not None
-    fields = spec.model_dump(exclude={"image", "replicas", "env", "resources"})
+    fields = spec.model_dump(exclude={"image", "replicas", "env", "resources", "placement"})
     return IndexerSettings.model_validate(
         {**fields, "bigtable": sink.bigtable.model_dump(),
          "probes": {"enabled": True, "host": "0.0.0.0", "port": INDEXER_PORT}}  # noqa: S104
@@ -190,6 +197,7 @@ def indexer_children(
                     "securityContext": pod_security(),
                     "containers": [container],
                     "volumes": [{"name": "config", "configMap": {"name": name}}],
+                    **placement(streaming.placement),
                 },
             },
         },

@@ -26,10 +26,11 @@ from chainloom_operator._render.common import (
     content_hash,
     labels,
     metadata,
+    placement,
     pod_security,
     resources,
 )
-from chainloom_operator.models import ChainSpec, RelayerPoolSpec, WalletSpec
+from chainloom_operator.models import ChainSpec, Placement, RelayerPoolSpec, WalletSpec
 
 CONFIG_DIR = "/etc/chainloom"
 """Where the ConfigMap is mounted."""
@@ -144,6 +145,7 @@ def _deployment(
     container: dict[str, Any],
     volumes: list[dict[str, Any]],
     config_hash: str,
+    where: Placement,
     strategy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
@@ -159,6 +161,7 @@ def _deployment(
                 "securityContext": pod_security(),
                 "containers": [container],
                 "volumes": volumes,
+                **placement(where),
             },
         },
     }
@@ -202,7 +205,8 @@ def listener_deployment(owner: Owner, spec: RelayerPoolSpec, config_hash: str) -
     }
     return _deployment(owner, listener_name(owner), pod_labels=pod_labels, selector=selector,
                        replicas=spec.listener.replicas, container=container,
-                       volumes=[_config_volume(owner)], config_hash=config_hash)  # fmt: skip
+                       volumes=[_config_volume(owner)], config_hash=config_hash,
+                       where=spec.placement)  # fmt: skip
 
 
 def listener_service(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
@@ -257,7 +261,7 @@ def worker_deployment(
     return _deployment(owner, worker_name(owner, chain.chain, wallet), pod_labels=pod_labels,
                        selector=selector, replicas=1, container=container,
                        volumes=[_config_volume(owner), wallet_volume], config_hash=config_hash,
-                       strategy={"type": "Recreate"})  # fmt: skip
+                       where=spec.placement, strategy={"type": "Recreate"})  # fmt: skip
 
 
 def network_policy(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:

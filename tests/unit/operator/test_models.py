@@ -96,7 +96,7 @@ def _pool(**changes: object) -> dict[str, object]:
          "schedule is only for batch jobs"),
         (models.IngestPipelineSpec,
          {"mode": "batch", "sink": "e", "batch": {"job": "vaa-ingest"}},
-         "input is required for vaa-ingest and ledger-load"),
+         "input is required for vaa-ingest, ledger-load and enrich"),
         (models.IngestPipelineSpec, {"mode": "batch", "sink": "e"}, "give batch for mode batch"),
         (models.BackendTableSpec, {"backend": "bigtable"}, "give bigtable for backend bigtable"),
     ],

@@ -147,3 +147,34 @@ def test_service_only_with_rest(enabled: bool) -> None:
     spec = _sample()
     spec["listener"]["rest"]["enabled"] = enabled
     assert (("Service", "mainnet-listener") in _render(spec)) is enabled
+
+
+def test_placement_goes_into_every_pod_template() -> None:
+    plain = _render(_sample())
+    for child in plain.values():
+        if child["kind"] == "Deployment":
+            pod = child["spec"]["template"]["spec"]
+            assert "nodeSelector" not in pod
+            assert "tolerations" not in pod
+    spec = _sample()
+    spec["placement"] = {
+        "node_selector": {"pool": "relayers"},
+        "tolerations": [{"key": "dedicated", "value": "relay", "effect": "NoSchedule"},
+                        {"operator": "Exists"}],
+    }  # fmt: skip
+    deployments = [c for c in _render(spec).values() if c["kind"] == "Deployment"]
+    assert len(deployments) == 4
+    for deployment in deployments:
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"pool": "relayers"}
+        assert pod["tolerations"] == [
+            {"key": "dedicated", "operator": "Equal", "value": "relay", "effect": "NoSchedule"},
+            {"operator": "Exists"},
+        ]
+
+
+def test_a_toleration_with_an_unknown_effect_is_refused() -> None:
+    spec = _sample()
+    spec["placement"] = {"tolerations": [{"key": "k", "effect": "Sometimes"}]}
+    with pytest.raises(ValueError, match="effect"):
+        RelayerPoolSpec.model_validate(spec)
