@@ -106,7 +106,11 @@ def test_install_upgrade_uninstall_keeps_the_crds(
     release = f"r{namespace[2:]}"
     common = ["--namespace", namespace, "--kubeconfig", kubeconfig,
               "--set", f"operator.namespaces={{{namespace}}}",
-              "--set", f"operator.peering.name=p{namespace[2:]}"]  # fmt: skip
+              "--set", f"operator.peering.name=p{namespace[2:]}",
+              # On the simulated node (labelled and tainted for it), not on a real one.
+              "--set", "operator.nodeSelector.type=kwok",
+              "--set-json", 'operator.tolerations=[{"key": "kwok.x-k8s.io/node", '
+                            '"operator": "Exists", "effect": "NoSchedule"}]']  # fmt: skip
     _helm("install", release, str(CHART), *common, "--wait", "--timeout", "180s")
     deployment = kubectl_json(kubeconfig, "-n", namespace, "get", "deployment",
                               f"{release}-chainloom-operator")  # fmt: skip
