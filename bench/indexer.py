@@ -42,12 +42,12 @@ from chainloom.eventstore.bigtable import BigtableTables, drop_tables, ensure_sc
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.indexer.config import IndexerSettings
 from chainloom.indexer.pipeline import Pipeline
-from chainloom.indexer.service import bounds, known_emitters, open_writer, spy_client
+from chainloom.indexer.service import bounds, open_writer, spy_client
 from chainloom.relayer.spy_client import SpyClient
 from chainloom.settings import BigtableSettings
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.testing.vaa_workload import DEFAULT_MIX, generate_vaas
-from chainloom.wormhole import SignatureCache, parse_vaa
+from chainloom.wormhole import SignatureCache, all_known_emitters, parse_vaa
 
 MessageKey = tuple[int, bytes, int]
 
@@ -70,7 +70,7 @@ def bare_writer(raws: list[bytes], settings: IndexerSettings) -> float:
         writer = EventWriter(
             tables,
             DevGuardians().sets(0),
-            emitters=known_emitters(),
+            emitters=all_known_emitters(),
             config=WriterConfig(flush_rows=settings.batch.rows, deadline=settings.write_deadline),
             signature_cache=SignatureCache(settings.signature_cache),
         )

@@ -180,11 +180,11 @@ def _writer_process(work: tuple[str, list[str]]) -> tuple[float, float, float, d
     warnings.simplefilter("ignore")
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.writer import EventWriter
-    from chainloom.wormhole import SignatureCache, decode_vaa_text
-    from chainloom_spark.jobs.vaa_ingest import known_emitters, load_guardian_sets
+    from chainloom.wormhole import SignatureCache, all_known_emitters, decode_vaa_text
+    from chainloom_spark.jobs.vaa_ingest import load_guardian_sets
 
     table, lines = work
-    sets, emitters, config = load_guardian_sets("dev"), known_emitters(), _writer_config()
+    sets, emitters, config = load_guardian_sets("dev"), all_known_emitters(), _writer_config()
     started, cpu = time.time(), time.process_time()
     with BigtableTables(_location(table)) as tables:
         writer = EventWriter(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from chainloom.errors import InputFileError
 
 if TYPE_CHECKING:
-    from chainloom.wormhole import GuardianSets, KnownEmitters
+    from chainloom.wormhole import GuardianSets
 
 
 class ExitCode(IntEnum):
@@ -86,18 +86,6 @@ def load_guardian_sets(spec: str) -> GuardianSets:
         count = int(spec[4:]) if spec.startswith("dev:") else 19
         return DevGuardians(count=count).sets(0)
     return GuardianSets.from_file(spec)
-
-
-def known_emitters() -> KnownEmitters:
-    """The emitters the CLI recognises: devnet's, mainnet's bridges and the dev kit's."""
-    from chainloom.wormhole import CHAINS, devnet_emitters, mainnet_emitters
-
-    mainnet = mainnet_emitters()
-    return (
-        devnet_emitters()
-        .with_extra(token_bridge=mainnet.token_bridge, nft_bridge=mainnet.nft_bridge)
-        .with_dev_emitters(c for c in CHAINS if c)
-    )
 
 
 def describe_os_error(error: OSError) -> str:

@@ -180,14 +180,14 @@ def put(
     unavailable it prints what was stored so far and exits 4: running the same put again
     resumes it (putting is idempotent; rows already stored count as unchanged).
     """
-    from chainloom.cli._common import each_input, known_emitters, load_guardian_sets, preview
+    from chainloom.cli._common import each_input, load_guardian_sets, preview
     from chainloom.eventstore.errors import (
         EventStoreError,
         StoreUnavailableError,
         UnverifiedVAAError,
     )
     from chainloom.eventstore.writer import EventWriter
-    from chainloom.wormhole import SignatureCache, parse_vaa_text
+    from chainloom.wormhole import SignatureCache, all_known_emitters, parse_vaa_text
     from chainloom.wormhole.errors import WormholeError
 
     # The test kit's dev[:N] guardians are not a setting (they exist only in this process).
@@ -209,7 +209,7 @@ def put(
         writer = EventWriter(
             tables,
             sets,
-            emitters=known_emitters(),
+            emitters=all_known_emitters(),
             prices=prices,
             signature_cache=SignatureCache(),
         )
@@ -504,12 +504,12 @@ def backfill(
     attempts and last error. What stays missing is listed; it does not fail the command.
     Exits 4 when the store (or, with gaps to fill, every endpoint) is unreachable.
     """
-    from chainloom.cli._common import known_emitters, load_guardian_sets
+    from chainloom.cli._common import load_guardian_sets
     from chainloom.eventstore.backfill import GapStateRows, fill_gaps, find_gaps
     from chainloom.eventstore.writer import EventWriter
     from chainloom.publicrpc import EndpointConfigError, PublicRpcClient
     from chainloom.publicrpc.errors import PublicRpcUnavailableError
-    from chainloom.wormhole import SignatureCache
+    from chainloom.wormhole import SignatureCache, all_known_emitters
     from chainloom.wormhole.errors import WormholeError
 
     chain_id = _chain(chain) if chain else None
@@ -555,7 +555,7 @@ def backfill(
             click.echo(f"error: {error}", err=True)
             sys.exit(ExitCode.UNAVAILABLE)
         writer = EventWriter(
-            tables, sets, emitters=known_emitters(), signature_cache=SignatureCache()
+            tables, sets, emitters=all_known_emitters(), signature_cache=SignatureCache()
         )
         with client:
             report = fill_gaps(writer, client, found, book)

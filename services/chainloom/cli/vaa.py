@@ -14,7 +14,7 @@ from typing import TextIO
 
 import click
 
-from chainloom.cli._common import each_input, known_emitters, load_guardian_sets, preview
+from chainloom.cli._common import each_input, load_guardian_sets, preview
 
 
 @click.group()
@@ -48,7 +48,13 @@ def decode(
     With no INPUT, or INPUT '-', reads one VAA per line from stdin. Prints one JSON object
     per input. Exits 2 if any input was malformed (after processing all of them).
     """
-    from chainloom.wormhole import SignatureCache, decode_payload, parse_vaa_text, verify_vaa
+    from chainloom.wormhole import (
+        SignatureCache,
+        all_known_emitters,
+        decode_payload,
+        parse_vaa_text,
+        verify_vaa,
+    )
     from chainloom.wormhole.errors import WormholeError
     from chainloom.wormhole.render import vaa_to_json
 
@@ -61,7 +67,7 @@ def decode(
         except (WormholeError, ValueError) as error:
             click.echo(f"error: --guardian-set {guardian_set}: {error}", err=True)
             sys.exit(2)
-    emitters = known_emitters()
+    emitters = all_known_emitters()
     cache = SignatureCache()
     failed = False
     out = sys.stdout

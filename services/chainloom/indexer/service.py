@@ -32,13 +32,7 @@ from chainloom.publicrpc import EndpointConfigError, PublicRpcClient
 from chainloom.relayer.errors import SpyError
 from chainloom.relayer.spy_client import Backoff, SpyClient
 from chainloom.relayer.spy_protocol import EmitterKey
-from chainloom.wormhole import (
-    CHAINS,
-    KnownEmitters,
-    SignatureCache,
-    devnet_emitters,
-    mainnet_emitters,
-)
+from chainloom.wormhole import SignatureCache, all_known_emitters
 from chainloom.wormhole.errors import WormholeError
 
 log = logging.getLogger(__name__)
@@ -72,18 +66,6 @@ def spy_client(settings: IndexerSettings) -> SpyClient:
         raise IndexerConfigError(f"spy: {error}") from None
 
 
-def known_emitters() -> KnownEmitters:
-    """The bridges whose payloads are decoded: the same set as ``chainloom events put`` and the
-    Spark ingest job (mainnet's, devnet's and the dev kit's), so every writer stores the same
-    cells for the same VAA."""
-    mainnet = mainnet_emitters()
-    return (
-        devnet_emitters()
-        .with_extra(token_bridge=mainnet.token_bridge, nft_bridge=mainnet.nft_bridge)
-        .with_dev_emitters(c for c in CHAINS if c)
-    )
-
-
 def bounds(settings: IndexerSettings) -> PipelineBounds:
     """The pipeline's bounds from the settings."""
     return PipelineBounds(
@@ -111,7 +93,7 @@ def open_writer(settings: IndexerSettings) -> EventWriterStore:
     writer = EventWriter(
         tables,
         guardian_sets,
-        emitters=known_emitters(),
+        emitters=all_known_emitters(),
         config=config,
         signature_cache=SignatureCache(settings.signature_cache),
     )

@@ -21,6 +21,7 @@ from chainloom.wormhole.emitters import (
     NFT_BRIDGE_EMITTERS,
     TOKEN_BRIDGE_EMITTERS,
     KnownEmitters,
+    all_known_emitters,
     devnet_emitters,
     mainnet_emitters,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "VAAParseError",
     "Verification",
     "WormholeError",
+    "all_known_emitters",
     "chain_id",
     "chain_name",
     "checksum_address",

@@ -21,6 +21,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from chainloom.wormhole.chains import CHAINS
+
 __all__ = [
     "DEVNET_NFT_BRIDGE_EMITTERS",
     "DEVNET_TOKEN_BRIDGE_EMITTERS",
@@ -133,4 +135,17 @@ def devnet_emitters() -> KnownEmitters:
     return KnownEmitters(
         token_bridge=frozenset(DEVNET_TOKEN_BRIDGE_EMITTERS.items()),
         nft_bridge=frozenset(DEVNET_NFT_BRIDGE_EMITTERS.items()),
+    )
+
+
+@cache
+def all_known_emitters() -> KnownEmitters:
+    """Every bridge whose payloads the event store decodes: devnet's, mainnet's and the dev
+    kit's on every chain. ``chainloom events put``, the indexer and the Spark jobs all use this
+    one set, so every writer stores the same cells for the same VAA."""
+    mainnet = mainnet_emitters()
+    return (
+        devnet_emitters()
+        .with_extra(token_bridge=mainnet.token_bridge, nft_bridge=mainnet.nft_bridge)
+        .with_dev_emitters(c for c in CHAINS if c)
     )

@@ -54,7 +54,7 @@ from chainloom.eventstore.service import EMULATOR_ENV, locate
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.publicrpc import EndpointConfigError, FetchStatus, PublicRpcClient
 from chainloom.settings import BigtableSettings, PublicRpcSettings, SettingsError, load_settings
-from chainloom.wormhole import GuardianSets, parse_vaa
+from chainloom.wormhole import GuardianSets, all_known_emitters, parse_vaa
 from chainloom.wormhole.errors import WormholeError
 from chainloom_spark.backfill_summary import BackfillSummary
 from chainloom_spark.errors import JobArgumentError, JobInputError, SinkUnavailableError
@@ -67,7 +67,6 @@ from chainloom_spark.jobs.vaa_ingest import (
     decode_record,
     executor_signature_cache,
     is_attestation,
-    known_emitters,
     load_guardian_sets,
     prepare,
 )
@@ -328,7 +327,7 @@ Written = tuple[str, int, str, Any, Any, Any]
 def write_partition(context: TaskContext, phase: str, rows: Iterable[Fetched]) -> Iterator[Written]:
     """Verify and write the found VAAs of the partition that belong to ``phase``."""
     _task_environment(context)
-    emitters = known_emitters()
+    emitters = all_known_emitters()
     counts: dict[tuple[int, str], dict[str, int]] = {}
     owner: dict[str, tuple[int, str]] = {}
     refused: list[Written] = []

@@ -53,13 +53,11 @@ from chainloom.eventstore.service import EMULATOR_ENV, locate
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.settings import BigtableSettings, SettingsError, load_settings
 from chainloom.wormhole import (
-    CHAINS,
     GuardianSets,
     KnownEmitters,
     SignatureCache,
+    all_known_emitters,
     decode_vaa_text,
-    devnet_emitters,
-    mainnet_emitters,
     parse_vaa,
 )
 from chainloom.wormhole.errors import (
@@ -195,16 +193,6 @@ def load_guardian_sets(source: str) -> GuardianSets:
         return GuardianSets.from_file(source)
     except WormholeError as error:
         raise JobArgumentError(f"--guardian-set {source}: {error}") from None
-
-
-def known_emitters() -> KnownEmitters:
-    """Devnet's and mainnet's bridges and the dev kit's (as ``chainloom events put``)."""
-    mainnet = mainnet_emitters()
-    return (
-        devnet_emitters()
-        .with_extra(token_bridge=mainnet.token_bridge, nft_bridge=mainnet.nft_bridge)
-        .with_dev_emitters(c for c in CHAINS if c)
-    )
 
 
 # ----------------------------------------------------------------------------- the driver's checks
@@ -431,7 +419,7 @@ def ingest_partition(
         # The client warns on every connection to the emulator: expected, not news to log.
         warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
     tally = PartitionTally()
-    emitters = known_emitters()
+    emitters = all_known_emitters()
     try:
         with BigtableTables(context.location) as tables:
             writer = EventWriter(

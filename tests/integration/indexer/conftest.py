@@ -24,11 +24,10 @@ import yaml
 
 from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.eventstore.writer import EventWriter, WriterConfig
-from chainloom.indexer.service import known_emitters
 from chainloom.settings import BigtableSettings
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.testing.vaa_workload import generate_vaas
-from chainloom.wormhole import SignatureCache
+from chainloom.wormhole import SignatureCache, all_known_emitters
 
 KIT = DevGuardians()
 CHAINLOOM = str(Path(sys.executable).with_name("chainloom"))
@@ -59,7 +58,7 @@ def write_directly(settings: BigtableSettings, raws: list[bytes], rows: int = 20
         writer = EventWriter(
             tables,
             KIT.sets(0),
-            emitters=known_emitters(),
+            emitters=all_known_emitters(),
             config=WriterConfig(flush_rows=rows),
             signature_cache=SignatureCache(),
         )

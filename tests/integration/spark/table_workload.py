@@ -28,9 +28,8 @@ from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.testing.vaa_workload import Mix, generate_vaas
-from chainloom.wormhole import GuardianSets
+from chainloom.wormhole import GuardianSets, all_known_emitters
 from chainloom.wormhole.vaa import encode_body
-from chainloom_spark.jobs.vaa_ingest import known_emitters
 
 DEV_SET = 100
 DAY1 = 1_709_251_200  # 2024-03-01T00:00:00Z
@@ -142,7 +141,7 @@ def row_key(raw: bytes) -> str:
 def _write(workload: Workload, raws: Iterable[bytes], prices: Any = None) -> None:
     batch = list(raws)
     with BigtableTables(workload.location) as tables:
-        writer = EventWriter(tables, workload.sets, emitters=known_emitters(), prices=prices)
+        writer = EventWriter(tables, workload.sets, emitters=all_known_emitters(), prices=prices)
         summary = writer.put_many(batch)
         writer.flush()
     assert summary.refused == 0, summary.refusals
