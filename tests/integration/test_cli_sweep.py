@@ -60,9 +60,10 @@ ARGUMENTS_ONLY = {"stack up", "stack down", "stack image"}
 """Commands that act on the shared local stack: only bad arguments (parsed before they run)."""
 
 OUTPUT_NAMES = ("out", "output")
-"""Parameters that name a file to write: a missing or binary one is fine (it is created)."""
+"""Parameters that name a file to write: a missing or binary one is fine (it is created); an
+existing directory too, for a parameter that names a directory to write into."""
 
-CREATES = {("ledger load", "sqlite_path")}
+CREATES = {("ledger load", "sqlite_path"), ("operator crds", "directories")}
 """Other (command, parameter) pairs naming a file the command creates when it is missing."""
 
 ALWAYS = {"--listen": "127.0.0.1:0"}
@@ -333,7 +334,15 @@ def file_cases(command: Command) -> Iterator[Case]:
         )
         for kind, path in BAD_FILES.items():
             expected = frozenset({BAD_INPUT})
-            if is_output(command, parameter) and kind in ("missing", "binary"):
+            writes_into_directory = (
+                isinstance(parameter.type, click.Path) and not parameter.type.file_okay
+            )
+            fine = (
+                ("missing", "binary", "directory")
+                if writes_into_directory
+                else ("missing", "binary")
+            )
+            if is_output(command, parameter) and kind in fine:
                 expected = frozenset(EXIT_CODES)
             argv = with_value(command, parameter, path)
             yield Case(

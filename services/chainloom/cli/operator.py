@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from chainloom.cli._settings import config_option, load_or_exit
+from chainloom.cli._settings import config_option, fail, load_or_exit
 
 DEFAULT_CRD_DIRS = ("crds", "charts/chainloom/crds")
 """Where the generated CRDs live, relative to the repository root."""
@@ -82,4 +82,20 @@ def run(kubeconfig: str | None, namespaces: tuple[str, ...], **options: Any) -> 
         "recheck_interval": options["recheck_interval"],
     }
     settings = load_or_exit(OperatorSettings, options["config_path"], flags)
+    if kubeconfig is not None:
+        _check_kubeconfig(Path(kubeconfig))
     run_operator(settings, kubeconfig)
+
+
+def _check_kubeconfig(path: Path) -> None:
+    """Refuse a kubeconfig that cannot be read as one, before kopf starts (exit 2)."""
+    import yaml
+
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        fail(f"--kubeconfig {path}: {error.strerror or error}")
+    except (UnicodeDecodeError, yaml.YAMLError):
+        fail(f"--kubeconfig {path}: not a kubeconfig (YAML) file")
+    if not isinstance(document, dict) or "clusters" not in document:
+        fail(f"--kubeconfig {path}: not a kubeconfig (no clusters)")
