@@ -12,11 +12,14 @@ import logging
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
 from enum import IntEnum
+from typing import Protocol, TypeVar
 
 from chainloom.errors import ChainloomError, ConflictError, UnavailableError
-from chainloom_spark.errors import SINK_UNAVAILABLE_MARK
+from chainloom.settings import SettingsError
+from chainloom_spark.errors import SINK_UNAVAILABLE_MARK, JobArgumentError
 
 DEBUG_ENV = "CHAINLOOM_DEBUG"
 """Set to ``1`` to print the traceback of a failed job (the exit code is unchanged)."""
@@ -85,6 +88,50 @@ def run_job(body: Callable[[], int]) -> int:
             traceback.print_exception(error, file=sys.stderr)
         print(line, file=sys.stderr)
         return int(code)
+
+
+class Summary(Protocol):
+    """What a Bigtable job's ``run`` returns: lines to print, and its JSON form."""
+
+    def lines(self) -> list[str]: ...
+
+    def write_json(self, path: str) -> None: ...
+
+
+class Plan(Protocol):
+    """What a Bigtable job's ``resolve`` returns, as far as :func:`run_table_job` reads it."""
+
+    @property
+    def summary_path(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=Plan)
+
+
+def run_table_job(
+    argv: list[str] | None,
+    resolve: Callable[[list[str] | None], P],
+    run: Callable[[P], Summary],
+) -> int:
+    """The ``main`` of a job over the events table: resolve its flags and settings, run it,
+    print its summary (and write it where the plan's ``summary_path`` says), within
+    :func:`run_job`'s error boundary."""
+    setup_logging()
+    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
+
+    def body() -> int:
+        try:
+            plan = resolve(argv)
+        except SettingsError as error:
+            raise JobArgumentError(str(error)) from None
+        summary = run(plan)
+        for line in summary.lines():
+            print(line)
+        if plan.summary_path:
+            summary.write_json(plan.summary_path)
+        return 0
+
+    return run_job(body)
 
 
 def _one_line(error: BaseException, limit: int = 300) -> str:

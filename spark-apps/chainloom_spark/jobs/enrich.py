@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import logging
 import time
-import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -56,7 +55,7 @@ from chainloom.wormhole.payloads import (
 from chainloom_spark.arguments import JobArgumentParser, add_table_flags, load_job_settings
 from chainloom_spark.counts import ChainCounters
 from chainloom_spark.errors import JobInputError, SinkUnavailableError
-from chainloom_spark.runner import run_job, setup_logging
+from chainloom_spark.runner import run_table_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
 from chainloom_spark.table_scan import (
@@ -577,19 +576,7 @@ def run(plan: EnrichPlan) -> ChainCounters:
 
 def main(argv: list[str] | None = None) -> int:
     """Run enrich with ``argv`` (flags of :func:`parser`); the exit code."""
-    setup_logging()
-    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
-
-    def body() -> int:
-        plan = resolve(argv)
-        summary = run(plan)
-        for line in summary.lines():
-            print(line)
-        if plan.summary_path:
-            summary.write_json(plan.summary_path)
-        return 0
-
-    return run_job(body)
+    return run_table_job(argv, resolve, run)
 
 
 if __name__ == "__main__":

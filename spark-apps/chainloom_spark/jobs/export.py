@@ -24,7 +24,6 @@ import logging
 import os
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ from chainloom.settings import BigtableSettings
 from chainloom_spark.arguments import JobArgumentParser, add_table_flags, load_job_settings
 from chainloom_spark.counts import ChainCounters
 from chainloom_spark.errors import JobOutputError
-from chainloom_spark.runner import run_job, setup_logging
+from chainloom_spark.runner import run_table_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
 from chainloom_spark.table_scan import plan_ranges, require_tables, scan_context, table_rdd
@@ -388,19 +387,7 @@ def _row_or_skip(row_key: str, row: RowSnapshot) -> tuple[Any, ...]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run export with ``argv`` (flags of :func:`parser`); the exit code."""
-    setup_logging()
-    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
-
-    def body() -> int:
-        plan = resolve(argv)
-        summary = run(plan)
-        for line in summary.lines():
-            print(line)
-        if plan.summary_path:
-            summary.write_json(plan.summary_path)
-        return 0
-
-    return run_job(body)
+    return run_table_job(argv, resolve, run)
 
 
 if __name__ == "__main__":

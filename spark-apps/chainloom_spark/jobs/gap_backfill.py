@@ -53,7 +53,7 @@ from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.service import EMULATOR_ENV, locate
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.publicrpc import EndpointConfigError, FetchStatus, PublicRpcClient
-from chainloom.settings import BigtableSettings, PublicRpcSettings, SettingsError, load_settings
+from chainloom.settings import BigtableSettings, PublicRpcSettings, load_settings
 from chainloom.wormhole import GuardianSets, all_known_emitters, parse_vaa
 from chainloom.wormhole.errors import WormholeError
 from chainloom_spark.backfill_summary import BackfillSummary
@@ -70,7 +70,7 @@ from chainloom_spark.jobs.vaa_ingest import (
     load_guardian_sets,
     prepare,
 )
-from chainloom_spark.runner import run_job, setup_logging
+from chainloom_spark.runner import run_table_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
 
@@ -546,22 +546,7 @@ def _report_missing(summary: BackfillSummary, absent: list[tuple[int, str, int, 
 
 def main(argv: list[str] | None = None) -> int:
     """Run gap-backfill with ``argv`` (flags of :func:`parser`); the exit code."""
-    setup_logging()
-    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
-
-    def body() -> int:
-        try:
-            plan = resolve(argv)
-        except SettingsError as error:
-            raise JobArgumentError(str(error)) from None
-        summary = run(plan)
-        for line in summary.lines():
-            print(line)
-        if plan.summary_path:
-            summary.write_json(plan.summary_path)
-        return 0
-
-    return run_job(body)
+    return run_table_job(argv, resolve, run)
 
 
 if __name__ == "__main__":

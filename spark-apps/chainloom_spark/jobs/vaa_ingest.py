@@ -51,7 +51,7 @@ from chainloom.eventstore.errors import (
 from chainloom.eventstore.planner import RowPlan
 from chainloom.eventstore.service import EMULATOR_ENV, locate
 from chainloom.eventstore.writer import EventWriter, WriterConfig
-from chainloom.settings import BigtableSettings, SettingsError, load_settings
+from chainloom.settings import BigtableSettings, load_settings
 from chainloom.wormhole import (
     GuardianSets,
     KnownEmitters,
@@ -69,7 +69,7 @@ from chainloom.wormhole.errors import (
 from chainloom.wormhole.payloads import AssetMeta, decode_payload
 from chainloom_spark.dead_letter import SCHEMA_DDL, write_dead_letter
 from chainloom_spark.errors import JobArgumentError, JobInputError, SinkUnavailableError
-from chainloom_spark.runner import run_job, setup_logging
+from chainloom_spark.runner import run_table_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
 from chainloom_spark.summary import MAX_PRINTED, UNKNOWN_CHAIN, ChainCounts, JobSummary
@@ -608,22 +608,7 @@ def _reraise_input_error(error: Exception, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run vaa-ingest with ``argv`` (flags of :func:`parser`); the exit code."""
-    setup_logging()
-    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
-
-    def body() -> int:
-        try:
-            plan = resolve(argv)
-        except SettingsError as error:
-            raise JobArgumentError(str(error)) from None
-        summary = run(plan)
-        for line in summary.lines():
-            print(line)
-        if plan.summary_path:
-            summary.write_json(plan.summary_path)
-        return 0
-
-    return run_job(body)
+    return run_table_job(argv, resolve, run)
 
 
 if __name__ == "__main__":
