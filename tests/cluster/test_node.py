@@ -131,8 +131,16 @@ def test_a_deployment_with_an_http_readiness_probe_serves_through_its_service(
     cluster_ip = json.loads(
         node_cluster.kubectl_run("-n", node_namespace, "get", "service", "web", "-o", "json")
     )["spec"]["clusterIP"]
+    # kube-proxy programs a new Service's rules a moment after its endpoints turn ready: wait
+    # (up to 30 s) for the first answer, then every one of 20 requests must be answered.
     fetch = (
-        "import urllib.request\n"
+        "import time, urllib.request\n"
+        f"url = 'http://{cluster_ip}/hostname'\n"
+        "for _ in range(60):\n"
+        "    try:\n"
+        "        urllib.request.urlopen(url, timeout=5).read(); break\n"
+        "    except OSError:\n"
+        "        time.sleep(0.5)\n"
         "for _ in range(20):\n"
         f"    print(urllib.request.urlopen('http://{cluster_ip}/hostname', timeout=5).read()"
         ".decode().strip())\n"
