@@ -39,11 +39,13 @@ if TYPE_CHECKING:
     from chainloom.eventstore.writer import PutSummary
 
 
-def _settings(ctx: click.Context, guardian_set: str | None = None) -> EventStoreSettings:
+def _settings(
+    ctx: click.Context, guardian_set: str | None = None, more: dict[str, object] | None = None
+) -> EventStoreSettings:
     from chainloom.eventstore.config import EventStoreSettings
 
     options = ctx.find_root().params | (ctx.obj or {})
-    flags = {
+    flags = (more or {}) | {
         "bigtable.project": options.get("project"),
         "bigtable.instance": options.get("instance"),
         "bigtable.table": options.get("table"),
@@ -599,3 +601,53 @@ def _backfill_report(
     )
     for item in outcome[0].still_missing:
         click.echo(f"still missing {item.message_id}: {item.status.value}: {item.reason}")
+
+
+@events.command()
+@click.option("--host", help="Address to listen on (api.host; default 127.0.0.1).")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), help="TCP port (api.port; default 4401, 0: any free)."
+)
+@click.pass_context
+def api(ctx: click.Context, host: str | None, port: int | None) -> None:
+    """Serve the REST API over the store until interrupted (docs/events-api.md).
+
+    Checks both tables first: exits 2 when they are missing, 4 when Bigtable does not answer.
+    Later outages are answered per request (HTTP 503).
+    """
+    import asyncio
+    import signal
+    from importlib.metadata import PackageNotFoundError, version
+
+    from chainloom.eventstore.api.app import serve
+    from chainloom.eventstore.api.reads import StoreReads
+    from chainloom.eventstore.errors import StoreConfigError
+    from chainloom.eventstore.service import open_store
+
+    try:
+        release = version("chainloom")
+    except PackageNotFoundError:
+        release = "0"
+    settings = _settings(ctx, more={"api.host": host, "api.port": port})
+    listen = settings.api
+
+    async def main(reads: StoreReads) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+
+        def ready(bound: int) -> None:
+            click.echo(f"events api on http://{listen.host}:{bound}/", err=True)
+
+        await serve(reads, listen, stop=stop, on_ready=ready, version=release)
+
+    try:
+        tables = open_store(settings)
+    except StoreConfigError as error:
+        fail(str(error))
+    with _store_errors(), tables:
+        try:
+            asyncio.run(main(StoreReads(tables)))
+        except OSError as error:
+            fail(f"cannot listen on {listen.host}:{listen.port}: {error.strerror or error}")

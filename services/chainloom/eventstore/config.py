@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.settings import (
     BigtableSettings,
     GuardianSetSettings,
@@ -34,4 +35,8 @@ class EventStoreSettings(ServiceSettings):
         default_factory=PublicRpcSettings,
         description="Guardian public-API endpoints `chainloom events backfill` fetches missing "
         "VAAs from (or --public-api).",
+    )
+    api: EventsApiSettings = Field(
+        default_factory=EventsApiSettings,
+        description="The REST API over the store (`chainloom events api`, docs/events-api.md).",
     )

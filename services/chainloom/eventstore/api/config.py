@@ -1,0 +1,57 @@
+"""``api``: where ``chainloom events api`` listens and how much one request may ask for.
+
+A part of :class:`~chainloom.eventstore.config.EventStoreSettings` (the API reads the same
+tables as every ``chainloom events`` command), so the file, the environment
+(``CHAINLOOM_API__PORT``) and the flags set it like any other setting.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from chainloom.settings.parts import Part
+
+
+class EventsApiSettings(Part):
+    """The events REST API (``chainloom events api``, docs/events-api.md)."""
+
+    host: str = Field(default="127.0.0.1", min_length=1, description="Interface to bind.")
+    port: int = Field(default=4401, ge=0, le=65535, description="TCP port (0 picks a free one).")
+    default_page_size: int = Field(
+        default=50, ge=1, description="VAAs in a list page when pageSize is not given."
+    )
+    max_page_size: int = Field(
+        default=1000, ge=1, le=10_000, description="Largest pageSize accepted; more is a 400."
+    )
+    max_stats_days: int = Field(
+        default=366,
+        ge=1,
+        le=3660,
+        description="Most UTC days one /api/v1/stats/daily request may span; more is a 400.",
+    )
+    workers: int = Field(
+        default=16,
+        ge=1,
+        le=256,
+        description="Threads making store calls (requests served at once).",
+    )
+    max_pending: int = Field(
+        default=256,
+        ge=1,
+        description="Requests running or waiting for a thread before answering 503 (busy).",
+    )
+    header_timeout: float = Field(
+        default=20.0,
+        gt=0,
+        le=3600,
+        description="Seconds a client has to send a request head; also the keep-alive timeout.",
+    )
+
+    @model_validator(mode="after")
+    def _default_within_max(self) -> EventsApiSettings:
+        if self.default_page_size > self.max_page_size:
+            raise ValueError(
+                f"default_page_size ({self.default_page_size}) exceeds max_page_size "
+                f"({self.max_page_size})"
+            )
+        return self
