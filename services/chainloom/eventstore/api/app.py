@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import orjson
 
@@ -30,10 +31,11 @@ from chainloom.eventstore.api.errors import (
     NotFoundError,
 )
 from chainloom.eventstore.api.openapi import document
-from chainloom.eventstore.api.reads import StoreReads
 from chainloom.eventstore.api.routes import Route, match
 from chainloom.eventstore.errors import StoreUnavailableError, TableMissingError
+from chainloom.eventstore.gaps import OpenGap
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id
+from chainloom.eventstore.queries import StoredMessage
 from chainloom.http_server import HttpServer, Limits, Request, Response
 
 log = logging.getLogger(__name__)
@@ -68,12 +70,36 @@ def error_response(error: ApiError) -> Response:
     return _json(error.status, shapes.error_body(error.word, error.reason, parameter), headers)
 
 
+class Reads(Protocol):
+    """The store reads the routes make (:class:`~chainloom.eventstore.api.reads.StoreReads`)."""
+
+    def check(self) -> None: ...
+
+    def message(self, key: MessageKey) -> StoredMessage | None: ...
+
+    def emitter_page(
+        self, chain: int, emitter: str, after: int | None, size: int
+    ) -> tuple[list[StoredMessage], bool]: ...
+
+    def chain_page(
+        self, chain: int, after: params.Cursor | None, size: int
+    ) -> tuple[list[StoredMessage], bool]: ...
+
+    def by_tx(self, tx_id: str) -> list[StoredMessage]: ...
+
+    def daily_counts(
+        self, first: dt.date, last: dt.date, chain: int | None
+    ) -> dict[tuple[int, str], int]: ...
+
+    def open_gaps(
+        self, chain: int | None, emitter: str | None
+    ) -> tuple[list[OpenGap], int, list[str]]: ...
+
+
 class EventsApi:
     """The routes of :data:`routes.ROUTES` over one store (an :class:`HttpApp`)."""
 
-    def __init__(
-        self, reads: StoreReads, settings: EventsApiSettings, *, version: str = "0"
-    ) -> None:
+    def __init__(self, reads: Reads, settings: EventsApiSettings, *, version: str = "0") -> None:
         self.reads = reads
         self.settings = settings
         self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -157,7 +183,9 @@ class EventsApi:
         message = await self._read(self.reads.message, key)
         if message is None:
             raise NotFoundError(f"no message {key.message_id} is stored")
-        return _json(200, shapes.body(models.VaaResponse(data=shapes.vaa_doc(message.key, message.families))))
+        return _json(
+            200, shapes.body(models.VaaResponse(data=shapes.vaa_doc(message.key, message.families)))
+        )
 
     async def _list(self, path: Mapping[str, str], query: Mapping[str, str]) -> Response:
         chain = params.parse_chain(path["chain"])
@@ -228,7 +256,7 @@ def limits(settings: EventsApiSettings) -> Limits:
 
 
 async def serve(
-    reads: StoreReads,
+    reads: Reads,
     settings: EventsApiSettings,
     *,
     stop: asyncio.Event,

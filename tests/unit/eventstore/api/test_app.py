@@ -1,0 +1,228 @@
+"""The server's request handling over in-memory reads: parsing before reading, statuses,
+busy and outage answers (no Bigtable, no sockets)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from chainloom.eventstore.api.app import EventsApi
+from chainloom.eventstore.api.config import EventsApiSettings
+from chainloom.eventstore.api.openapi import document
+from chainloom.eventstore.api.params import Cursor
+from chainloom.eventstore.api.routes import ROUTES
+from chainloom.eventstore.errors import StoreUnavailableError
+from chainloom.eventstore.gaps import OpenGap
+from chainloom.eventstore.keys import MessageKey
+from chainloom.eventstore.queries import StoredMessage
+from chainloom.http_server import Request, Response
+from tests.unit.eventstore.api.rows import stored_row, transfer_vaa
+from tests.unit.eventstore.api.schema_check import check
+
+
+class MemoryReads:
+    """Reads over a dict of messages, recording each call."""
+
+    def __init__(self, messages: list[StoredMessage]) -> None:
+        self.messages = {m.key: m for m in messages}
+        self.calls: list[str] = []
+        self.outage: StoredMessage | None = None
+        self.gate: threading.Event | None = None
+
+    def _called(self, name: str) -> None:
+        self.calls.append(name)
+        if self.gate is not None:
+            self.gate.wait(10)
+
+    def check(self) -> None:
+        self._called("check")
+
+    def message(self, key: MessageKey) -> StoredMessage | None:
+        self._called("message")
+        if self.outage is not None:
+            raise StoreUnavailableError("emulator 127.0.0.1:1", "no answer within 1 s")
+        return self.messages.get(key)
+
+    def emitter_page(
+        self, chain: int, emitter: str, after: int | None, size: int
+    ) -> tuple[list[StoredMessage], bool]:
+        self._called("emitter_page")
+        found = sorted(
+            (m for k, m in self.messages.items() if (k.chain, k.emitter) == (chain, emitter)),
+            key=lambda m: m.key.sequence,
+        )
+        found = [m for m in found if after is None or m.key.sequence > after]
+        return found[:size], len(found) > size
+
+    def chain_page(
+        self, chain: int, after: Cursor | None, size: int
+    ) -> tuple[list[StoredMessage], bool]:
+        self._called("chain_page")
+        return [], False
+
+    def by_tx(self, tx_id: str) -> list[StoredMessage]:
+        self._called("by_tx")
+        return []
+
+    def daily_counts(
+        self, first: dt.date, last: dt.date, chain: int | None
+    ) -> dict[tuple[int, str], int]:
+        self._called("daily_counts")
+        return {(2, first.isoformat()): 4}
+
+    def open_gaps(
+        self, chain: int | None, emitter: str | None
+    ) -> tuple[list[OpenGap], int, list[str]]:
+        self._called("open_gaps")
+        return [], 0, []
+
+
+def _messages(count: int) -> list[StoredMessage]:
+    found = []
+    for sequence in range(count):
+        vaa = transfer_vaa(sequence)
+        found.append(StoredMessage(MessageKey.parse(vaa.message_id), stored_row(vaa)))
+    return found
+
+
+MESSAGES = _messages(5)
+EMITTER = MESSAGES[0].key.emitter
+
+
+def _get(api: EventsApi, target: str, method: str = "GET") -> Response:
+    request = Request(method=method, target=target, headers=(), body=b"", peer="test")
+    return asyncio.run(api.respond(request))
+
+
+def _body(response: Response) -> Any:
+    return json.loads(response.body)
+
+
+def _api(reads: MemoryReads, **settings: Any) -> EventsApi:
+    return EventsApi(reads, EventsApiSettings(**settings))
+
+
+def test_every_route_has_a_handler() -> None:
+    api = _api(MemoryReads([]))
+    assert {r.name for r in ROUTES} == set(api.handlers)
+    api.close()
+
+
+def test_a_stored_message_and_a_missing_one() -> None:
+    reads = MemoryReads(MESSAGES)
+    api = _api(reads)
+    found = _get(api, f"/api/v1/vaas/ethereum/0x{EMITTER.lstrip('0')}/3")
+    assert found.status == 200
+    check(document(), "/api/v1/vaas/{chain}/{emitter}/{seq}", 200, _body(found))
+    assert _body(found)["data"]["sequence"] == 3
+    missing = _get(api, f"/api/v1/vaas/2/{EMITTER}/99")
+    assert missing.status == 404
+    assert _body(missing) == {
+        "error": "not_found",
+        "reason": f"no message 2/{EMITTER}/99 is stored",
+        "parameter": None,
+    }
+    api.close()
+
+
+@pytest.mark.parametrize(
+    ("target", "parameter"),
+    [
+        (f"/api/v1/vaas/nochain/{EMITTER}/1", "chain"),
+        ("/api/v1/vaas/2/xyz/1", "emitter"),
+        (f"/api/v1/vaas/2/{EMITTER}/-1", "seq"),
+        (f"/api/v1/vaas/2/{EMITTER}?pageSize=0", "pageSize"),
+        (f"/api/v1/vaas/2/{EMITTER}?pageSize=1001", "pageSize"),
+        (f"/api/v1/vaas/2/{EMITTER}?cursor=nonsense", "cursor"),
+        (f"/api/v1/vaas/2/{EMITTER}?limit=5", "limit"),
+        ("/api/v1/stats/daily?from=2024-01-01", "to"),
+        ("/api/v1/stats/daily?from=2024-01-01&to=2026-01-01", "to"),
+        ("/api/v1/gaps?emitter=ab", "emitter"),
+    ],
+)
+def test_bad_parameters_are_named_and_never_reach_the_store(target: str, parameter: str) -> None:
+    reads = MemoryReads(MESSAGES)
+    api = _api(reads)
+    answer = _get(api, target)
+    assert answer.status == 400
+    body = _body(answer)
+    assert body["parameter"] == parameter
+    assert body["reason"].startswith(f"{parameter}: ")
+    assert reads.calls == []
+    api.close()
+
+
+def test_pages_follow_the_cursor_and_end_with_null() -> None:
+    api = _api(MemoryReads(MESSAGES))
+    seen: list[int] = []
+    target = f"/api/v1/vaas/2/{EMITTER}?pageSize=2"
+    pages = 0
+    while True:
+        answer = _body(_get(api, target))
+        check(document(), "/api/v1/vaas/{chain}/{emitter}", 200, answer)
+        seen += [d["sequence"] for d in answer["data"]]
+        pages += 1
+        following = answer["pagination"]["next"]
+        if following is None:
+            break
+        target = f"/api/v1/vaas/2/{EMITTER}?pageSize=2&cursor={following}"
+    assert seen == [0, 1, 2, 3, 4]
+    assert pages == 3
+    api.close()
+
+
+def test_an_outage_is_a_503_in_one_line() -> None:
+    reads = MemoryReads(MESSAGES)
+    reads.outage = MESSAGES[0]
+    api = _api(reads)
+    answer = _get(api, f"/api/v1/vaas/2/{EMITTER}/1")
+    assert answer.status == 503
+    body = _body(answer)
+    check(document(), "/api/v1/vaas/{chain}/{emitter}/{seq}", 503, body)
+    assert body["error"] == "unavailable"
+    assert body["reason"] == "Bigtable unavailable at emulator 127.0.0.1:1: no answer within 1 s"
+    api.close()
+
+
+def test_requests_past_max_pending_are_refused_busy() -> None:
+    reads = MemoryReads(MESSAGES)
+    reads.gate = threading.Event()
+    api = _api(reads, max_pending=1, workers=2)
+
+    async def both() -> tuple[Response, Response]:
+        request = Request("GET", f"/api/v1/vaas/2/{EMITTER}/1", (), b"", "test")
+        first = asyncio.ensure_future(api.respond(request))
+        await asyncio.sleep(0.05)  # the first is now waiting on the store
+        second = await api.respond(request)
+        assert reads.gate is not None
+        reads.gate.set()
+        return await first, second
+
+    first, second = asyncio.run(both())
+    assert first.status == 200
+    assert second.status == 503
+    assert _body(second)["error"] == "busy"
+    api.close()
+
+
+def test_methods_openapi_and_health() -> None:
+    api = _api(MemoryReads([]))
+    refused = _get(api, "/api/v1/gaps", method="DELETE")
+    assert refused.status == 405
+    assert ("Allow", "GET, HEAD") in refused.headers
+    assert _get(api, "/nowhere").status == 404
+    assert _body(_get(api, "/openapi.json"))["openapi"] == "3.1.0"
+    assert _body(_get(api, "/healthz")) == {"status": "ok"}
+    stats = _get(api, "/api/v1/stats/daily?from=2024-01-01&to=2024-01-02&chain=ethereum")
+    check(document(), "/api/v1/stats/daily", 200, _body(stats))
+    assert _body(stats)["chain"] == 2
+    gaps = _get(api, "/api/v1/gaps?chain=2")
+    check(document(), "/api/v1/gaps", 200, _body(gaps))
+    refusal = api.refusal(431, "request head exceeds 8192 bytes")
+    assert json.loads(refusal.body)["error"] == "head_too_large"
+    api.close()
