@@ -1,4 +1,6 @@
-"""Ledger API throughput over HTTP against the same backend calls made directly.
+"""Ledger and events API throughput over HTTP against the same store calls made directly.
+
+Ledger API (``--part ledger``):
 
 1. The workload generator makes N ledgers after ledger 38129's real state and the ETL loads them
    into a SQLite file or (``--backend cassandra``) a fresh keyspace of the local stack's
@@ -17,6 +19,16 @@
 The binary forms compare the server's own overhead (parsing, threads, HTTP, hex) with the bare
 backend calls; the JSON forms add decoding every object and transaction to JSON in Python,
 which the direct calls do not do at all.
+
+Events API (``--part events``, Bigtable: the local stack's emulator from ``chainloom stack env``):
+
+1. A fresh pair of tables gets ``--vaas`` dev-guardian VAAs (8 emitters on 3 chains, a tx id
+   each) through the event writer (not timed); dropped at the end.
+2. ``chainloom events api`` serves them from its own process.
+3. 16 concurrent clients (aiohttp) ``GET /api/v1/vaas/{chain}/{emitter}/{seq}`` round robin over
+   every stored message, checking each answer is a 200; then 16 threads of this process read the
+   same rows with the same call the route makes (``EventReader.get``: one ReadRows of one row,
+   every family), for the same time.
 
 Printed per workload: requests/s and p50/p99 latency over HTTP and direct, and HTTP / direct
 (goal >= 0.5 at 16 clients).
@@ -165,6 +177,107 @@ def _report(name: str, seconds: float, http: list[float], direct: list[float]) -
     )
 
 
+async def _http_get_run(base: str, clients: int, seconds: float, paths: list[str]) -> list[float]:
+    import aiohttp
+
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
+
+        async def client(number: int) -> None:
+            index = number
+            while time.perf_counter() < deadline:
+                path = paths[index % len(paths)]
+                index += clients
+                started = time.perf_counter()
+                async with session.get(base + path) as reply:
+                    await reply.read()
+                    status = reply.status
+                latencies.append(time.perf_counter() - started)
+                if status != 200:
+                    raise SystemExit(f"GET {path} answered {status}")
+
+        await asyncio.gather(*(client(n) for n in range(clients)))
+    return latencies
+
+
+def _events_bench(args: argparse.Namespace) -> None:
+    """The events API against bare Bigtable reads of the same rows."""
+    import warnings
+
+    from chainloom.eventstore.bigtable import BigtableTables, drop_tables, ensure_schema
+    from chainloom.eventstore.keys import MessageKey
+    from chainloom.eventstore.queries import EventReader
+    from chainloom.eventstore.writer import EventWriter
+    from chainloom.settings import BigtableSettings
+    from chainloom.testing.dev_guardians import DevGuardians
+    from chainloom.wormhole import mainnet_emitters
+
+    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
+    if not os.environ.get("BIGTABLE_EMULATOR_HOST"):
+        raise SystemExit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom stack env)")')
+    table = f"bench-api-{uuid.uuid4().hex[:10]}"
+    settings = BigtableSettings(project="chainloom", instance="local", table=table)
+    ensure_schema(settings)
+    kit = DevGuardians()
+    emitters = [bytes(31) + bytes([n + 1]) for n in range(8)]
+    keys: list[MessageKey] = []
+    try:
+        with BigtableTables(settings) as tables:
+            known = mainnet_emitters()
+            with EventWriter(tables, kit.sets(0), emitters=known) as writer:
+                for number in range(args.vaas):
+                    emitter = emitters[number % len(emitters)]
+                    sequence = number // len(emitters)
+                    vaa = kit.sign(
+                        emitter_chain=2 + number % 3,
+                        emitter_address=emitter,
+                        sequence=sequence,
+                        payload=b"bench %d" % number + bytes(100),
+                        timestamp=1_700_000_000 + number,
+                    )
+                    writer.submit(vaa.to_bytes(), initiating_tx_id=f"0x{number:064x}")
+                    keys.append(MessageKey.parse(vaa.message_id))
+            print(
+                f"{len(keys)} VAAs in Bigtable (emulator), {args.clients} clients, "
+                f"{args.seconds:.0f}s per run"
+            )
+            env = dict(os.environ) | {
+                "CHAINLOOM_BIGTABLE__PROJECT": "chainloom",
+                "CHAINLOOM_BIGTABLE__INSTANCE": "local",
+                "CHAINLOOM_BIGTABLE__TABLE": table,
+                "CHAINLOOM_API__WORKERS": str(args.clients),
+            }
+            command = [sys.executable, "-m", "chainloom", "events", "api", "--port", "0"]
+            process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+            assert process.stderr is not None
+            line = process.stderr.readline()
+            found = re.search(r":(\d+)/", line)
+            if not found:
+                process.kill()
+                raise SystemExit(f"the events API did not start: {line.strip()}")
+            base = f"http://127.0.0.1:{found.group(1)}"
+            try:
+                paths = [f"/api/v1/vaas/{k.chain}/{k.emitter}/{k.sequence}" for k in keys]
+                http = asyncio.run(_http_get_run(base, args.clients, args.seconds, paths))
+                reader = EventReader(tables)
+
+                def read(number: int, state: dict[str, Any]) -> None:
+                    index = state["i"] = state.get("i", number) + args.clients
+                    if reader.get(keys[index % len(keys)]) is None:
+                        raise SystemExit("a stored row was not found")
+
+                direct = _direct_run(args.clients, args.seconds, read)
+                _report("events vaa by id", args.seconds, http, direct)
+            finally:
+                process.terminate()
+                process.wait(timeout=30)
+                process.stderr.close()
+    finally:
+        drop_tables(settings)
+
+
 def main() -> None:
     """Run the bench and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -173,6 +286,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--backend", choices=["sqlite", "cassandra"], default="sqlite")
+    parser.add_argument(
+        "--part", choices=["ledger", "events", "both"], default="both", help="Which API to bench."
+    )
+    parser.add_argument("--vaas", type=int, default=2000, help="VAAs stored for the events API.")
     parser.add_argument(
         "--cassandra",
         default=_stack_cassandra(),
@@ -184,6 +301,11 @@ def main() -> None:
         default=Path(os.environ.get("CHAINLOOM_VECTORS", REPO.parent / "shared" / "vectors")),
     )
     args = parser.parse_args()
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.part in ("events", "both"):
+        _events_bench(args)
+    if args.part == "events":
+        return
     vectors = args.vectors / "xrpl_vectors.json" if args.vectors.is_dir() else args.vectors
 
     import orjson
