@@ -314,6 +314,7 @@ def test_errors_name_what_was_wrong(served: Served) -> None:
     code, headers, body = fetch(served.base + "/api/v1/gaps", method="POST")
     assert code == 405
     assert headers["Allow"] == "GET, HEAD"
+    check(served.document, "/api/v1/gaps", "default", json.loads(body))
     code, _, body = fetch(served.base + "/api/v1/gaps", method="HEAD")
     assert (code, body) == (200, b"")
 

@@ -62,6 +62,10 @@ def _operation(route: Route) -> dict[str, Any]:
             "description": _DESCRIPTIONS[status],
             "content": {"application/json": error},
         }
+    responses["default"] = {
+        "description": "Any other refusal (405, and the HTTP server's 408, 413, 431, 505).",
+        "content": {"application/json": error},
+    }
     operation: dict[str, Any] = {
         "operationId": route.name,
         "summary": route.summary,

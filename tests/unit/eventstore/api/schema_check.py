@@ -12,8 +12,11 @@ from referencing.jsonschema import DRAFT202012
 DOCUMENT_URI = "urn:chainloom:events-api"
 
 
-def response_validator(document: dict[str, Any], path: str, status: int) -> Draft202012Validator:
-    """The validator of the JSON body the document promises for ``GET path`` with ``status``."""
+def response_validator(
+    document: dict[str, Any], path: str, status: int | str
+) -> Draft202012Validator:
+    """The validator of the JSON body the document promises for ``GET path`` with ``status``
+    (a code, or ``"default"``)."""
     registry: Registry[Any] = Registry().with_resource(
         DOCUMENT_URI, Resource.from_contents(document, default_specification=DRAFT202012)
     )
@@ -27,7 +30,7 @@ def response_validator(document: dict[str, Any], path: str, status: int) -> Draf
     )
 
 
-def check(document: dict[str, Any], path: str, status: int, body: Any) -> None:
+def check(document: dict[str, Any], path: str, status: int | str, body: Any) -> None:
     """Raise jsonschema's ValidationError unless ``body`` is what the document promises."""
     response_validator(document, path, status).validate(body)
 

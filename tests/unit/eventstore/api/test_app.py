@@ -214,6 +214,7 @@ def test_methods_openapi_and_health() -> None:
     api = _api(MemoryReads([]))
     refused = _get(api, "/api/v1/gaps", method="DELETE")
     assert refused.status == 405
+    check(document(), "/api/v1/gaps", "default", _body(refused))
     assert ("Allow", "GET, HEAD") in refused.headers
     assert _get(api, "/nowhere").status == 404
     assert _body(_get(api, "/openapi.json"))["openapi"] == "3.1.0"

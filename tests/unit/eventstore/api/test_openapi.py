@@ -26,7 +26,7 @@ def test_every_route_is_documented_with_its_parameters_and_errors() -> None:
         for part in route.path.split("/"):
             if part.startswith("{"):
                 assert (part[1:-1], "path") in named
-        assert set(operation["responses"]) == {"200", *map(str, route.errors)}
+        assert set(operation["responses"]) == {"200", "default", *map(str, route.errors)}
 
 
 def test_response_schemas_refuse_unknown_fields() -> None:
