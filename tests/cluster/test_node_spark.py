@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from chainloom.eventstore.bigtable import BigtableTables
-from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.config import EventStoreSettings
+from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.service import locate
 from chainloom.settings import BigtableSettings
 from chainloom.stack._model import SilentProgress
