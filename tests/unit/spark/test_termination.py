@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from chainloom_spark.runner import run_table_job
 from chainloom_spark.summary import UNKNOWN_CHAIN, JobSummary
 from chainloom_spark.termination import (
     DEFAULT_TERMINATION_LOG,
@@ -73,3 +75,21 @@ def test_written_where_configured_and_nowhere_outside_a_container(
     monkeypatch.delenv(TERMINATION_LOG_ENV)
     if not Path(DEFAULT_TERMINATION_LOG).exists():  # not inside a container
         assert write_termination_message({"job": "export"}) is None
+
+
+def test_a_table_job_leaves_its_summary_as_the_termination_message(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    @dataclass(frozen=True)
+    class Plan:
+        summary_path: str | None = None
+
+    def run(plan: Plan) -> JobSummary:
+        del plan
+        return _summary(2)
+
+    target = tmp_path / "termination-log"
+    monkeypatch.setenv(TERMINATION_LOG_ENV, str(target))
+    assert run_table_job([], lambda argv: Plan(), run) == 0
+    assert "vaa-ingest: read 16" in capsys.readouterr().out
+    assert json.loads(target.read_text())["read"] == 16
