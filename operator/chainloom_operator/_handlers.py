@@ -48,6 +48,7 @@ from chainloom_operator._render.status import (
     driver_summary,
     pipeline_status,
     relayer_pool_status,
+    summary_patch,
     table_status,
 )
 from chainloom_operator.config import OperatorSettings
@@ -278,13 +279,14 @@ def refresh_pipeline_status(
     # A finished run's counts: its driver pod's termination message (kept once the pod is gone).
     driver = driver_pod_name(child) if spec.mode == "batch" and spec.schedule is None else ""
     summary = driver_summary(cluster.get_pod(owner.namespace, driver)) if driver else {}
-    summary = summary or dict((body.get("status") or {}).get("summary") or {})
+    previous_summary = (body.get("status") or {}).get("summary") or {}
     status = pipeline_status(spec, child,
                              generation=owner.generation, previous=_previous(body), now=_now(),
                              namespace=owner.namespace, failure=failure,
-                             summary=summary)  # fmt: skip
-    cluster.patch_status(PLURALS["IngestPipeline"], owner.namespace, owner.name,
-                         status.model_dump(mode="json", by_alias=True))  # fmt: skip
+                             summary=summary or previous_summary)  # fmt: skip
+    patch = status.model_dump(mode="json", by_alias=True)
+    patch["summary"] = summary_patch(previous_summary, status.summary)
+    cluster.patch_status(PLURALS["IngestPipeline"], owner.namespace, owner.name, patch)
 
 
 @kopf.on.resume(GROUP, VERSION, "ingestpipelines")

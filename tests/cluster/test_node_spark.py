@@ -210,3 +210,14 @@ def test_a_pipelines_job_runs_on_the_node_writes_bigtable_and_its_counts_reach_t
         return found if found == expected and status["state"] == "COMPLETED" else None
 
     wait_for(summary, timeout=60, what="the job's counts in the IngestPipeline's status")
+
+    # A rerun (the controller starts the application again): the last run's counts are cleared.
+    rerun = {"status": {"applicationState": {"state": "RUNNING"}}}
+    kubectl(kubeconfig, "-n", namespace, "patch", "sparkapplication", "ingest",
+            "--subresource=status", "--type=merge", "-p", json.dumps(rerun))  # fmt: skip
+
+    def cleared() -> bool:
+        status = kubectl_json(kubeconfig, "-n", namespace, "get", "ipl", "ingest")["status"]
+        return status["state"] == "RUNNING" and not status.get("summary")
+
+    wait_for(cleared, timeout=60, what="the summary cleared for the rerun")

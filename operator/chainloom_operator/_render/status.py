@@ -224,6 +224,13 @@ def driver_summary(pod: Mapping[str, Any] | None) -> dict[str, int]:
     return {}
 
 
+def summary_patch(previous: Mapping[str, Any], current: Mapping[str, int]) -> dict[str, int | None]:
+    """``status.summary`` as a merge patch: the current counts, and ``null`` for each count the
+    previous status had that is gone (a rerun's empty summary would otherwise keep the last
+    run's counts, since a merge patch never removes keys it does not name)."""
+    return {**dict.fromkeys(set(previous) - set(current)), **current}
+
+
 def _awaiting_controller(kind: str, namespace: str) -> Verdict:
     return Verdict(
         "False",

@@ -13,6 +13,7 @@ from chainloom_operator._render.status import (
     driver_summary,
     pipeline_status,
     relayer_pool_status,
+    summary_patch,
     table_status,
 )
 from chainloom_operator.models import Drift, IngestPipelineSpec, RelayerPoolSpec
@@ -164,3 +165,9 @@ def test_pipeline_status_carries_the_summary_only_when_finished() -> None:
                              summary=counts)  # fmt: skip
     assert status.summary == counts
     assert status.model_dump(mode="json", by_alias=True)["summary"] == counts
+
+
+def test_a_rerun_clears_the_last_runs_counts_in_the_merge_patch() -> None:
+    assert summary_patch({"read": 3, "new": 2}, {}) == {"read": None, "new": None}
+    assert summary_patch({"read": 3, "new": 2}, {"read": 5}) == {"read": 5, "new": None}
+    assert summary_patch({}, {"read": 5}) == {"read": 5}
