@@ -44,8 +44,11 @@ from chainloom_operator._render.pipeline import render_pipeline
 from chainloom_operator._render.relayer import render_relayer_pool, secret_references
 from chainloom_operator._render.status import (
     Failure,
+    driver_pod_name,
+    driver_summary,
     pipeline_status,
     relayer_pool_status,
+    summary_patch,
     table_status,
 )
 from chainloom_operator.config import OperatorSettings
@@ -272,11 +275,18 @@ def refresh_pipeline_status(
     else:
         kinds = (SPARK_KINDS[1],) if spec.schedule is not None else (SPARK_KINDS[0],)
     children = cluster.children(owner, kinds)
-    status = pipeline_status(spec, children[0] if children else None,
+    child = children[0] if children else None
+    # A finished run's counts: its driver pod's termination message (kept once the pod is gone).
+    driver = driver_pod_name(child) if spec.mode == "batch" and spec.schedule is None else ""
+    summary = driver_summary(cluster.get_pod(owner.namespace, driver)) if driver else {}
+    previous_summary = (body.get("status") or {}).get("summary") or {}
+    status = pipeline_status(spec, child,
                              generation=owner.generation, previous=_previous(body), now=_now(),
-                             namespace=owner.namespace, failure=failure)  # fmt: skip
-    cluster.patch_status(PLURALS["IngestPipeline"], owner.namespace, owner.name,
-                         status.model_dump(mode="json", by_alias=True))  # fmt: skip
+                             namespace=owner.namespace, failure=failure,
+                             summary=summary or previous_summary)  # fmt: skip
+    patch = status.model_dump(mode="json", by_alias=True)
+    patch["summary"] = summary_patch(previous_summary, status.summary)
+    cluster.patch_status(PLURALS["IngestPipeline"], owner.namespace, owner.name, patch)
 
 
 @kopf.on.resume(GROUP, VERSION, "ingestpipelines")

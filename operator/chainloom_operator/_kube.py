@@ -152,6 +152,16 @@ class Cluster:
             raise
         return found
 
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A pod as the API server returns it (camelCase keys), or None when it is gone."""
+        try:
+            found: dict[str, Any] = (
+                self._resource("v1", "Pod").get(name=name, namespace=namespace).to_dict()
+            )
+        except NotFoundError:
+            return None
+        return found
+
     def list_custom(self, plural: str, namespaces: Iterable[str] = ()) -> list[dict[str, Any]]:
         """The chainloom resources of ``plural`` in ``namespaces`` (none given: the cluster).
 

@@ -15,11 +15,12 @@ import traceback
 import warnings
 from collections.abc import Callable
 from enum import IntEnum
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from chainloom.errors import ChainloomError, ConflictError, UnavailableError
 from chainloom.settings import SettingsError
 from chainloom_spark.errors import SINK_UNAVAILABLE_MARK, JobArgumentError
+from chainloom_spark.termination import write_termination_message
 
 DEBUG_ENV = "CHAINLOOM_DEBUG"
 """Set to ``1`` to print the traceback of a failed job (the exit code is unchanged)."""
@@ -95,6 +96,8 @@ class Summary(Protocol):
 
     def lines(self) -> list[str]: ...
 
+    def as_dict(self) -> dict[str, Any]: ...
+
     def write_json(self, path: str) -> None: ...
 
 
@@ -114,7 +117,8 @@ def run_table_job(
     run: Callable[[P], Summary],
 ) -> int:
     """The ``main`` of a job over the events table: resolve its flags and settings, run it,
-    print its summary (and write it where the plan's ``summary_path`` says), within
+    print its summary (and write it where the plan's ``summary_path`` says, and as the
+    container's termination message: :mod:`chainloom_spark.termination`), within
     :func:`run_job`'s error boundary."""
     setup_logging()
     warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
@@ -129,6 +133,7 @@ def run_table_job(
             print(line)
         if plan.summary_path:
             summary.write_json(plan.summary_path)
+        write_termination_message(summary.as_dict())
         return 0
 
     return run_job(body)

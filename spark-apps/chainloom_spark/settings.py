@@ -71,9 +71,10 @@ class KubernetesSettings(Part):
 
     namespace: str = Field(default="default", min_length=1, description="Namespace of the app.")
     image: str = Field(
-        default="chainloom:latest",
+        default="chainloom-spark:latest",
         min_length=1,
-        description="Image holding chainloom[spark] and a Java runtime (driver and executors).",
+        description="Image holding chainloom[spark] and a Java runtime (driver and executors): "
+        "the Dockerfile's spark target, or chainloom-spark:dev on the stack's node.",
     )
     image_pull_policy: str = Field(default="IfNotPresent", description="imagePullPolicy.")
     service_account: str = Field(

@@ -54,6 +54,10 @@ app.kubernetes.io/component: operator
 - apiGroups: [""]
   resources: [secrets]
   verbs: [get]
+# A finished SparkApplication's driver pod: its termination message holds the job's counts.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get]
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]

@@ -8,6 +8,7 @@ the operator's error). Each carries the ``observedGeneration`` it describes, and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -180,6 +181,56 @@ SPARK_STATES = {
 """spark-operator application state -> (Ready, reason, still progressing)."""
 
 
+FINISHED_STATES = frozenset({"COMPLETED", "FAILED"})
+"""Application states after which the driver pod has ended (its summary is final)."""
+
+DRIVER_CONTAINER = "spark-kubernetes-driver"
+"""The name Spark gives the driver's container in the driver pod."""
+
+
+def driver_pod_name(application: Mapping[str, Any] | None) -> str:
+    """The driver pod of a finished SparkApplication ('' while it runs or without one):
+    ``status.driverInfo.podName``, as the spark-operator records it."""
+    status = (application or {}).get("status") or {}
+    if (status.get("applicationState") or {}).get("state") not in FINISHED_STATES:
+        return ""
+    return str((status.get("driverInfo") or {}).get("podName") or "")
+
+
+def driver_summary(pod: Mapping[str, Any] | None) -> dict[str, int]:
+    """The job's counts from its driver pod: the top-level integers of the JSON termination
+    message the job wrote (:mod:`chainloom_spark.termination`) and Kubernetes copied into
+    ``containerStatuses[].state.terminated.message``; the driver container's message first,
+    else the first terminated container's. Empty when there is none or it is not such JSON
+    (a failure's log tail under ``FallbackToLogsOnError``, say)."""
+    statuses = list(((pod or {}).get("status") or {}).get("containerStatuses") or [])
+    statuses.sort(key=lambda container: container.get("name") != DRIVER_CONTAINER)
+    for container in statuses:
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        message = terminated.get("message")
+        if not message:
+            continue
+        try:
+            document = json.loads(message)
+        except ValueError:
+            return {}
+        if not isinstance(document, dict):
+            return {}
+        return {
+            key: value
+            for key, value in document.items()
+            if isinstance(value, int) and not isinstance(value, bool)
+        }
+    return {}
+
+
+def summary_patch(previous: Mapping[str, Any], current: Mapping[str, int]) -> dict[str, int | None]:
+    """``status.summary`` as a merge patch: the current counts, and ``null`` for each count the
+    previous status had that is gone (a rerun's empty summary would otherwise keep the last
+    run's counts, since a merge patch never removes keys it does not name)."""
+    return {**dict.fromkeys(set(previous) - set(current)), **current}
+
+
 def _awaiting_controller(kind: str, namespace: str) -> Verdict:
     return Verdict(
         "False",
@@ -198,8 +249,11 @@ def pipeline_status(
     now: str,
     namespace: str,
     failure: Failure | None = None,
+    summary: Mapping[str, int] | None = None,
 ) -> IngestPipelineStatus:
-    """The pipeline's status from its observed child (SparkApplication, schedule or Deployment)."""
+    """The pipeline's status from its observed child (SparkApplication, schedule or Deployment)
+    and, once a SparkApplication has finished, its job's ``summary`` counts
+    (:func:`driver_summary` of its driver pod)."""
     name = (child or {}).get("metadata", {}).get("name", "")
     child_status = (child or {}).get("status") or {}
     state, last_run = "", ""
@@ -237,6 +291,7 @@ def pipeline_status(
         application=name,
         state=state,
         last_run=last_run,
+        summary=dict(summary or {}) if state in FINISHED_STATES else {},
     )
 
 

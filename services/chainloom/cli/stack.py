@@ -115,14 +115,21 @@ def status(as_json: bool) -> None:
 
 
 @stack.command()
-def image() -> None:
+@click.option(
+    "--spark",
+    is_flag=True,
+    help="Build chainloom-spark:dev instead (the image plus Java 17 and pyspark, for "
+    "SparkApplications and spark-submit pods; about 1 GiB, built only when asked for).",
+)
+def image(spark: bool) -> None:
     """Rebuild chainloom:dev from this checkout if it changed, and import it into the node.
 
     The image is cached by a hash of pyproject.toml, README.md and the source trees, so an
     unchanged tree is only imported again. Pods pick up a new image when they are recreated.
     """
+    name = "chainloom-spark-image" if spark else "chainloom-image"
     with _ConsoleProgress() as progress:
-        running = manager.refresh("chainloom-image", progress=progress)
+        running = manager.refresh(name, progress=progress)
     _console.print(f"[green]image:[/green] {running.address} ({running.version})")
 
 

@@ -34,6 +34,7 @@ from chainloom.stack.components.kubernetes import (
 )
 from chainloom.stack.components.node import ApiserverRelay, Containerd, Kubelet, KubeProxy
 from chainloom.stack.components.redis import Redis
+from chainloom.stack.components.spark_image import ChainloomSparkImage
 from chainloom.stack.errors import StackError, UnknownComponentError
 
 _COMPONENTS: tuple[Component, ...] = (
@@ -52,6 +53,7 @@ _COMPONENTS: tuple[Component, ...] = (
     KubeProxy(),
     ApiserverRelay(),
     ChainloomImage(),
+    ChainloomSparkImage(),  # in no group: built only when asked for (stack image --spark)
 )
 BY_NAME: dict[str, Component] = {component.name: component for component in _COMPONENTS}
 

@@ -72,6 +72,7 @@ from chainloom_spark.errors import JobArgumentError
 from chainloom_spark.runner import run_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
+from chainloom_spark.termination import write_termination_message
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -143,6 +144,23 @@ class LoadSummary:
     def ledgers_per_second(self) -> float:
         """Committed ledgers per second."""
         return self.ledgers / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts (and the committed range, where there is one) as a JSON document."""
+        committed = {
+            name: value
+            for name, value in (("first_committed", self.first_committed),
+                                ("last_committed", self.last_committed))
+            if value is not None
+        }  # fmt: skip
+        return {
+            "job": JOB,
+            "ledgers": self.ledgers,
+            "transactions": self.transactions,
+            "objects": self.objects,
+            **committed,
+            "seconds": round(self.seconds, 3),
+        }
 
     def line(self) -> str:
         """One line for the log."""
@@ -523,7 +541,7 @@ def _load(argv: list[str] | None) -> int:
                 verify_state=args.verify_state,
             )
             load = LedgerLoad(spark, options)
-            load.run()
+            write_termination_message(load.run().as_dict())
     finally:
         if load is not None:
             LOG.info("%s", load.summary.line())

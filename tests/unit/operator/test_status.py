@@ -9,8 +9,11 @@ from chainloom_operator._render.status import (
     Failure,
     Verdict,
     conditions,
+    driver_pod_name,
+    driver_summary,
     pipeline_status,
     relayer_pool_status,
+    summary_patch,
     table_status,
 )
 from chainloom_operator.models import Drift, IngestPipelineSpec, RelayerPoolSpec
@@ -119,3 +122,52 @@ def test_table_drift_is_reported_not_hidden() -> None:
     assert found["Ready"].status == "True"
     assert (found["Degraded"].status, found["Degraded"].reason) == ("True", "Drifted")
     assert status.model_dump(by_alias=True)["drift"][0]["problem"] == "gc_rule"
+
+
+def _driver_pod(message: str | None, container: str = "spark-kubernetes-driver") -> dict[str, Any]:
+    terminated = {"exitCode": 0, **({"message": message} if message is not None else {})}
+    return {"status": {"containerStatuses": [
+        {"name": "istio-proxy", "state": {"terminated": {"message": "not json"}}},
+        {"name": container, "state": {"terminated": terminated}},
+    ]}}  # fmt: skip
+
+
+def test_the_driver_pod_is_read_only_once_the_application_finished() -> None:
+    running = {"status": {"applicationState": {"state": "RUNNING"},
+                          "driverInfo": {"podName": "p-driver"}}}  # fmt: skip
+    assert driver_pod_name(running) == ""
+    assert driver_pod_name(None) == ""
+    done = {"status": {"applicationState": {"state": "COMPLETED"},
+                       "driverInfo": {"podName": "p-driver"}}}  # fmt: skip
+    assert driver_pod_name(done) == "p-driver"
+    failed = {"status": {"applicationState": {"state": "FAILED"}, "driverInfo": {}}}
+    assert driver_pod_name(failed) == ""
+
+
+def test_driver_summary_takes_the_counts_of_the_driver_containers_message() -> None:
+    message = '{"job":"vaa-ingest","read":12,"new":10,"refused":2,"per_chain":{"x":{"new":1}}}'
+    assert driver_summary(_driver_pod(message)) == {"read": 12, "new": 10, "refused": 2}
+    assert driver_summary(_driver_pod(None)) == {}
+    assert driver_summary(_driver_pod("Exception in thread main")) == {}  # a log tail
+    assert driver_summary(_driver_pod("[1, 2]")) == {}
+    assert driver_summary(_driver_pod('{"ok": true, "n": 1}')) == {"n": 1}
+    assert driver_summary(None) == {}
+
+
+def test_pipeline_status_carries_the_summary_only_when_finished() -> None:
+    counts = {"read": 12, "new": 10}
+    running = {"metadata": {"name": "p"}, "status": {"applicationState": {"state": "RUNNING"}}}
+    status = pipeline_status(BATCH, running, generation=1, previous=[], now="T", namespace="d",
+                             summary=counts)  # fmt: skip
+    assert status.summary == {}
+    done = {"metadata": {"name": "p"}, "status": {"applicationState": {"state": "COMPLETED"}}}
+    status = pipeline_status(BATCH, done, generation=1, previous=[], now="T", namespace="d",
+                             summary=counts)  # fmt: skip
+    assert status.summary == counts
+    assert status.model_dump(mode="json", by_alias=True)["summary"] == counts
+
+
+def test_a_rerun_clears_the_last_runs_counts_in_the_merge_patch() -> None:
+    assert summary_patch({"read": 3, "new": 2}, {}) == {"read": None, "new": None}
+    assert summary_patch({"read": 3, "new": 2}, {"read": 5}) == {"read": 5, "new": None}
+    assert summary_patch({}, {"read": 5}) == {"read": 5}

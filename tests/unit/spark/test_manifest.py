@@ -18,7 +18,7 @@ def test_defaults_render_a_runnable_application():
     assert spec["type"] == "Python"
     assert spec["mainApplicationFile"].endswith("chainloom_spark/submit.py")
     assert spec["arguments"] == ["vaa-ingest", *ARGS]
-    assert spec["image"] == "chainloom:latest"
+    assert spec["image"] == "chainloom-spark:latest"
     assert spec["sparkConf"]["spark.pyspark.python"] == "python3"
     assert "spark.ui.enabled" not in spec["sparkConf"]
     assert spec["driver"]["serviceAccount"] == "chainloom-spark"
