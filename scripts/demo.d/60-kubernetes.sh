@@ -50,7 +50,7 @@ helm install "$release" "$repo/charts/chainloom" --namespace "$ns" \
   --set "operator.namespaces={$ns}" --set operator.replicas=1 --set operator.recheckInterval=10 \
   --set-json 'operator.nodeSelector={"chainloom.io/node": "real"}' \
   --set "config.bigtable.emulatorHost=$gateway:$bigtable_port" \
-  --wait --timeout 300s > /dev/null
+  --skip-crds --wait --timeout 300s > /dev/null  # crds/ applied above
 kubectl -n "$ns" get pods -o wide
 
 python -c 'import secrets; print(secrets.token_hex(32))' > k8s-wallet.key

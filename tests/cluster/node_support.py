@@ -188,7 +188,11 @@ class Release:
         return flags
 
     def install(self, *sets: str) -> None:
-        helm("install", self.name, str(CHART), *self.values(*sets), "--wait", "--timeout", "300s")
+        """``helm install``; the tests apply ``crds/`` with kubectl first (the documented
+        order), so helm leaves the CRDs alone: on a shared cluster another checkout's tests
+        may have applied a newer copy, which helm's own apply would conflict with."""
+        helm("install", self.name, str(CHART), *self.values(*sets), "--skip-crds", "--wait",
+             "--timeout", "300s")  # fmt: skip
 
     def upgrade(self, *sets: str) -> None:
         helm("upgrade", self.name, str(CHART), *self.values(*sets), "--wait", "--timeout", "300s")
@@ -209,15 +213,24 @@ class Release:
         items: list[dict[str, Any]] = found["items"]
         return items
 
+    def pod_logs(self) -> dict[str, str]:
+        """Each operator pod's whole log, by pod name."""
+        return {
+            pod["metadata"]["name"]: kubectl(self.cluster.kubeconfig, "-n", self.namespace,
+                                             "logs", pod["metadata"]["name"], check=False).stdout
+            for pod in self.pods()
+        }  # fmt: skip
+
+    def active_replicas(self) -> int:
+        """Operator pods whose last peering decision was to resume (act), not to pause."""
+        return sum(
+            text.rfind("Resuming operations") > text.rfind("Pausing operations")
+            for text in self.pod_logs().values()
+        )
+
     def logs(self) -> str:
-        """Every operator pod's log, concatenated (for failure messages)."""
-        out = []
-        for pod in self.pods():
-            name = pod["metadata"]["name"]
-            text = kubectl(self.cluster.kubeconfig, "-n", self.namespace, "logs", name,
-                           check=False).stdout  # fmt: skip
-            out.append(f"--- {name}\n{text[-4000:]}")
-        return "\n".join(out)
+        """The end of every operator pod's log, concatenated (for failure messages)."""
+        return "\n".join(f"--- {name}\n{text[-4000:]}" for name, text in self.pod_logs().items())
 
 
 @contextlib.contextmanager
