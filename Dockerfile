@@ -11,7 +11,10 @@ COPY services services
 COPY operator operator
 COPY spark-apps spark-apps
 RUN pip install --no-cache-dir ".[operator,spark]" grpcio-tools mypy-protobuf && python -m chainloom.rpc.build
-USER 65534
+# The chainloom user (10001): what the chart's and the operator's pods run as (runAsUser); kopf
+# needs a passwd entry for its uid.
+RUN useradd --uid 10001 --user-group --home-dir /tmp --no-create-home --shell /usr/sbin/nologin chainloom
+USER 10001:10001
 ENTRYPOINT ["chainloom"]
 
 # The Spark variant (kubernetes.image of a SparkApplication, chainloom-spark:latest by default):

@@ -10,7 +10,7 @@ test:           ## everything CI runs: lint, types, unit + integration + cluster
 unit:           ## the fast, server-free tests only
 	scripts/test tests/unit
 
-demo:           ## sample data through the pipelines on local defaults
+demo:           ## sample data through the pipelines on local defaults, then the chart on the local node
 	scripts/demo
 
 stack-up:       ## start the local stack (add ARGS=--full for controller-manager, scheduler, KWOK)

@@ -9,8 +9,8 @@ import uuid
 from typing import Any
 
 from chainloom.stack import versions
-from chainloom.stack.components.image import IMAGE
 from chainloom.stack.components.node import NODE_NAME
+from tests.cluster.node_support import NODE_IMAGE as IMAGE
 from tests.conftest import NodeCluster
 
 

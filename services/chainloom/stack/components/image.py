@@ -53,6 +53,11 @@ EXTRAS = "operator"
 RECIPE = "2"
 """Bump when the steps below change, so cached images are rebuilt."""
 
+USER_ID = 10001
+"""The image's ``chainloom`` user and group: what the chart's and the operator's pods run as
+(``runAsUser``). It must have a passwd entry: kopf names its peering identity with
+``getpass.getuser()``, which fails for a uid the image does not know."""
+
 _SOURCE_TREES = ("services", "operator", "spark-apps")
 _SKIPPED = {"__pycache__", ".mypy_cache", ".pytest_cache"}
 
@@ -289,6 +294,7 @@ def _build_into(
     rootfs = work / "rootfs"
     _copy_tree(dependencies, rootfs)
     _pip_install_offline(rootfs, work / "wheels", "--no-deps", "chainloom")
+    _add_user(rootfs)
     progress.step(f"packing the image as an OCI archive ({IMAGE})")
     partial = archive.with_name(f".{archive.name}.tmp-{os.getpid()}")
     write_archive(
@@ -302,11 +308,20 @@ def _build_into(
                 "PYTHONDONTWRITEBYTECODE=1",
                 "PYTHONUNBUFFERED=1",
             ),
-            user="65534:65534",
+            user=f"{USER_ID}:{USER_ID}",
             labels={"io.chainloom.inputs": inputs},
         ),
     )
     partial.rename(archive)
+
+
+def _add_user(rootfs: Path) -> None:
+    """The ``chainloom`` user and group (no login, home ``/tmp``: the root filesystem is
+    read-only in the pods, ``/tmp`` an emptyDir)."""
+    with (rootfs / "etc" / "passwd").open("a") as passwd:
+        passwd.write(f"chainloom:x:{USER_ID}:{USER_ID}:chainloom:/tmp:/usr/sbin/nologin\n")
+    with (rootfs / "etc" / "group").open("a") as group:
+        group.write(f"chainloom:x:{USER_ID}:\n")
 
 
 class ChainloomImage:
