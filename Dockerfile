@@ -28,7 +28,7 @@ RUN mkdir -p /usr/share/man/man1 \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/*
 ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-USER 65534
+USER 10001:10001
 
 # The default target: the plain image.
 FROM chainloom

@@ -48,7 +48,7 @@ def test_cache_names_escape_the_plain_images_clean_up(
 def test_the_image_runs_as_nobody_with_java_home_set() -> None:
     config = spark_image.spark_image_config("abc")
     assert f"JAVA_HOME={spark_image.JAVA_HOME}" in config.env
-    assert config.user == "65534:65534"
+    assert config.user == "10001:10001"
     assert config.labels["io.chainloom.variant"] == "spark"
     # submit.py lies where a SparkApplication's default mainApplicationFile names it.
     default = KubernetesSettings().application_file

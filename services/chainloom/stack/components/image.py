@@ -148,7 +148,7 @@ def _wheel_python() -> str:
     raise MissingToolError("python3.11 with pip", "apt-get install -y python3.11 python3-pip")
 
 
-def _ensure_generated(root: Path) -> None:
+def ensure_generated(root: Path) -> None:
     """The gRPC modules are generated, not committed: generate them before packing the tree."""
     if not (root / "services" / "chainloom" / "rpc" / "generated" / ".stamp").exists():
         result = run([sys.executable, "-m", "chainloom.rpc.build"], cwd=root, timeout=300)
@@ -171,7 +171,7 @@ def dependencies_dir(root: Path) -> Path:
 def build_image(progress: Progress) -> tuple[Path, str]:
     """Build (or reuse) the image archive of the current source tree; return it and its hash."""
     root = source_root()
-    _ensure_generated(root)
+    ensure_generated(root)
     inputs = input_hash(root)
     archive = image_archive(inputs)
     if archive.exists():
@@ -196,7 +196,7 @@ def build_image(progress: Progress) -> tuple[Path, str]:
     return archive, inputs
 
 
-def _pip_wheel(root: Path, into: Path, *more: str) -> None:
+def pip_wheel(root: Path, into: Path, *more: str) -> None:
     result = run(
         [_wheel_python(), "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(into), *more],
         cwd=root,
@@ -206,7 +206,7 @@ def _pip_wheel(root: Path, into: Path, *more: str) -> None:
         raise InstallError("chainloom-image", "running pip wheel", result.stdout + result.stderr)
 
 
-def _pip_install_offline(rootfs: Path, wheels: Path, *requirements: str) -> None:
+def pip_install_offline(rootfs: Path, wheels: Path, *requirements: str) -> None:
     """Install ``requirements`` from ``wheels`` with the root filesystem's own pip (chroot)."""
     inside = rootfs / "opt" / "chainloom-wheels"
     shutil.copytree(wheels, inside)
@@ -238,7 +238,7 @@ def _pip_install_offline(rootfs: Path, wheels: Path, *requirements: str) -> None
         )
 
 
-def _copy_tree(source: Path, target: Path) -> None:
+def copy_tree(source: Path, target: Path) -> None:
     copied = run(["cp", "-a", str(source), str(target)], timeout=600)
     if copied.returncode != 0:
         raise InstallError("chainloom-image", f"copying {source}", copied.stderr)
@@ -256,10 +256,10 @@ def _build_dependencies(root: Path, progress: Progress) -> Path:
             f"resolving and building wheels of the dependencies (the {EXTRAS} extra included) "
             "with pip for Python 3.11"
         )
-        _pip_wheel(root, tmp / "wheels", f"{root}[{EXTRAS}]")
+        pip_wheel(root, tmp / "wheels", f"{root}[{EXTRAS}]")
         progress.step("installing them offline into a copy of the Debian base")
-        _copy_tree(base / "rootfs", tmp / "rootfs")
-        _pip_install_offline(tmp / "rootfs", tmp / "wheels", f"chainloom[{EXTRAS}]")
+        copy_tree(base / "rootfs", tmp / "rootfs")
+        pip_install_offline(tmp / "rootfs", tmp / "wheels", f"chainloom[{EXTRAS}]")
         removed = run(
             [
                 "chroot",
@@ -290,11 +290,11 @@ def _build_into(
     work: Path, dependencies: Path, root: Path, archive: Path, *, inputs: str, progress: Progress
 ) -> None:
     progress.step("building the chainloom wheel and installing it into the dependencies' copy")
-    _pip_wheel(root, work / "wheels", "--no-deps", str(root))
+    pip_wheel(root, work / "wheels", "--no-deps", str(root))
     rootfs = work / "rootfs"
-    _copy_tree(dependencies, rootfs)
-    _pip_install_offline(rootfs, work / "wheels", "--no-deps", "chainloom")
-    _add_user(rootfs)
+    copy_tree(dependencies, rootfs)
+    pip_install_offline(rootfs, work / "wheels", "--no-deps", "chainloom")
+    add_user(rootfs)
     progress.step(f"packing the image as an OCI archive ({IMAGE})")
     partial = archive.with_name(f".{archive.name}.tmp-{os.getpid()}")
     write_archive(
@@ -315,7 +315,7 @@ def _build_into(
     partial.rename(archive)
 
 
-def _add_user(rootfs: Path) -> None:
+def add_user(rootfs: Path) -> None:
     """The ``chainloom`` user and group (no login, home ``/tmp``: the root filesystem is
     read-only in the pods, ``/tmp`` an emptyDir)."""
     with (rootfs / "etc" / "passwd").open("a") as passwd:

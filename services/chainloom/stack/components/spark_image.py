@@ -38,11 +38,13 @@ from chainloom.stack.components.image import (
     BASE_PACKAGES,
     DEBIAN_MIRROR,
     DEBIAN_SUITE,
-    _copy_tree,
-    _ensure_generated,
-    _pip_install_offline,
-    _pip_wheel,
+    USER_ID,
+    add_user,
+    copy_tree,
+    ensure_generated,
     input_hash,
+    pip_install_offline,
+    pip_wheel,
     source_root,
 )
 from chainloom.stack.components.node import ctr, import_image
@@ -158,10 +160,10 @@ def _build_spark_dependencies(root: Path, progress: Progress) -> Path:
             f"resolving and building wheels of chainloom[{SPARK_EXTRAS}]'s dependencies "
             "(pyspark included) with pip for Python 3.11"
         )
-        _pip_wheel(root, tmp / "wheels", f"{root}[{SPARK_EXTRAS}]")
+        pip_wheel(root, tmp / "wheels", f"{root}[{SPARK_EXTRAS}]")
         progress.step("installing them offline into a copy of the Debian base with Java")
-        _copy_tree(base / "rootfs", tmp / "rootfs")
-        _pip_install_offline(tmp / "rootfs", tmp / "wheels", f"chainloom[{SPARK_EXTRAS}]")
+        copy_tree(base / "rootfs", tmp / "rootfs")
+        pip_install_offline(tmp / "rootfs", tmp / "wheels", f"chainloom[{SPARK_EXTRAS}]")
         _chroot_pip(
             tmp / "rootfs", "uninstall", "--yes", "--quiet", "--break-system-packages", "chainloom"
         )
@@ -179,7 +181,7 @@ def build_spark_image(progress: Progress) -> tuple[Path, str]:
     """Build (or reuse) the Spark image archive of the current source tree; return it and its
     inputs hash."""
     root = source_root()
-    _ensure_generated(root)
+    ensure_generated(root)
     inputs = spark_input_hash(root)
     archive = spark_image_archive(inputs)
     if archive.exists():
@@ -194,10 +196,11 @@ def build_spark_image(progress: Progress) -> tuple[Path, str]:
         work.mkdir()
         try:
             progress.step("building the chainloom wheel and installing it into the Spark base")
-            _pip_wheel(root, work / "wheels", "--no-deps", str(root))
+            pip_wheel(root, work / "wheels", "--no-deps", str(root))
             rootfs = work / "rootfs"
-            _copy_tree(dependencies / "rootfs", rootfs)
-            _pip_install_offline(rootfs, work / "wheels", "--no-deps", "chainloom")
+            copy_tree(dependencies / "rootfs", rootfs)
+            pip_install_offline(rootfs, work / "wheels", "--no-deps", "chainloom")
+            add_user(rootfs)
             application = rootfs / APPLICATION_FILE
             application.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(root / "spark-apps" / "chainloom_spark" / "submit.py", application)
@@ -223,7 +226,7 @@ def spark_image_config(inputs: str) -> ImageConfig:
             "PYTHONDONTWRITEBYTECODE=1",
             "PYTHONUNBUFFERED=1",
         ),
-        user="65534:65534",
+        user=f"{USER_ID}:{USER_ID}",
         labels={"io.chainloom.inputs": inputs, "io.chainloom.variant": "spark"},
     )
 
