@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -244,3 +245,67 @@ def test_not_found_and_failing_gaps_stay_listed_with_reasons_across_a_restart(
     listed = events_gaps(store)
     assert listed["source"] == "state"
     assert listed["missing"] == 0
+
+
+def test_an_endpoint_that_never_answers_delays_each_fetch_by_its_timeout_and_not_the_stop(
+    store: Store, tmp_path: Path, indexer_process: Any
+) -> None:
+    """The first endpoint accepts connections and never answers (a listening socket nobody
+    serves); the second is the public-API server. Every fetch waits out the first one's
+    timeout, then the second answers: what it holds is filled, what it withholds stays listed
+    as an error naming both answers. A SIGTERM while the fetches keep going (``retry_after``
+    0) ends the process within one call's timeout plus the drain, with exit 0."""
+    vaas = transfers(60, seed=1407)
+    ids = sorted(vaas)
+    holes = pick_holes(ids, 6)
+    withheld = set(holes[:2])
+    spy = spy_dropping(write_vaa_file(tmp_path / "vaas.txt", list(vaas.values())), free_port(),
+                       holes)  # fmt: skip
+    servicer = PublicRpcServicer(vaas, withhold=withheld)
+    with socket.create_server(("127.0.0.1", 0), backlog=16) as silent:
+        silent_target = f"127.0.0.1:{silent.getsockname()[1]}"
+        with PublicRpcServer(servicer, "127.0.0.1:0") as public_api:
+            indexer = indexer_process(
+                {
+                    "bigtable": bigtable(store),
+                    "spy": {"address": spy.address, "reconnect": {"initial": 0.05, "maximum": 0.5}},
+                    "gaps": {**FAST_GAPS, "retry_after": 0},
+                    "public_rpc": {
+                        "endpoints": [silent_target, public_api.target],
+                        "timeout": 1,
+                        "rounds": 1,
+                    },
+                    "drain_timeout": 5,
+                },
+                env={"BIGTABLE_EMULATOR_HOST": store.emulator},
+            )
+            indexer.start()
+            try:
+                wait_metrics(
+                    indexer,
+                    {
+                        "chainloom_indexer_gaps_filled_total": len(holes) - len(withheld),
+                        'chainloom_indexer_gaps_failed_total{status="error"}': 2 * len(withheld),
+                    },
+                )
+                asked = servicer.counters.calls
+                stopping = time.monotonic()
+                indexer.signal(signal.SIGTERM)
+                assert indexer.wait(30) == 0, indexer.output()
+                took = time.monotonic() - stopping
+            finally:
+                spy.stop()
+    assert took < 1 + 5 + 3, indexer.output()  # one call's timeout + the drain bound + slack
+    assert asked > len(holes)  # the withheld ones were being asked again when stopped
+    assert servicer.counters.found == len(holes) - len(withheld)
+    assert stored(store.settings) == set(ids) - withheld
+    listed = events_gaps(store)
+    failures = {
+        (g["chain"], g["emitter"], f["sequence"]): f for g in listed["gaps"] for f in g["failures"]
+    }
+    assert set(failures) == withheld
+    for failure in failures.values():
+        assert failure["status"] == "error"
+        assert f"{silent_target}: DEADLINE_EXCEEDED" in failure["reason"]
+        assert f"not found at {public_api.target}" in failure["reason"]
+        assert failure["attempts"] >= 2
