@@ -13,13 +13,34 @@ import time
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.queries import EventReader
 from chainloom.indexer.config import IndexerSettings
 from chainloom.indexer.service import serve
-from chainloom.settings import BigtableSettings
+from chainloom.publicrpc import PublicRpcClient
+from chainloom.relayer.config import RecoverySettings
+from chainloom.relayer.intake import Intake
+from chainloom.relayer.listener import Listener
+from chainloom.relayer.model import Table
+from chainloom.relayer.recovery import MissedVaaRecovery
+from chainloom.relayer.spy_client import Backoff, SpyClient
+from chainloom.relayer.spy_protocol import EmitterKey
+from chainloom.relayer.tables import RelayTables
+from chainloom.relayer.validation import Validator
+from chainloom.settings import BigtableSettings, PublicRpcSettings
 from chainloom.testing.publicrpc_server import PublicRpcServer, PublicRpcServicer, message_id_of
 from chainloom.testing.vaa_workload import Mix, generate_vaas
+from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, parse_vaa
+from tests.ingest_support import (
+    GUARDIANS,
+    MIN_FEE,
+    SOURCE_CHAIN,
+    TARGET_CHAIN,
+    dev_policy,
+    signed_transfer,
+)
 from tests.integration.indexer.conftest import (
     CHAINLOOM,
     KIT,
@@ -53,11 +74,14 @@ def pick_holes(ids: list[MessageId], count: int) -> list[MessageId]:
     return holes
 
 
-def spy_dropping(source: Path, port: int, drop: list[MessageId]) -> SpyProcess:
+def spy_dropping(
+    source: Path, port: int, drop: list[MessageId], *, subscribers: int = 1
+) -> SpyProcess:
     selections = [arg for c, e, s in drop for arg in ("--drop", f"{c}/{e}/{s}")]
     process = subprocess.Popen(
         [CHAINLOOM, "spy", "serve", "--listen", f"127.0.0.1:{port}", "--file", str(source),
-         "--copies", "3", "--lossless", "--wait-for-subscribers", "1", *selections],
+         "--copies", "3", "--lossless", "--wait-for-subscribers", str(subscribers),
+         *selections],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     return SpyProcess(port, process)
@@ -144,6 +168,81 @@ def test_fifty_sequences_the_spy_dropped_are_fetched_after_the_grace_period(
     assert listed["source"] == "state"
     assert listed["gaps"] == []
     assert listed["missing"] == 0
+
+
+def test_one_spy_dropping_fifty_both_the_store_and_the_relayers_incoming_recover_them(
+    store: Store, guardian_file: Path, tmp_path: Path, redis_url: str
+) -> None:
+    """The issue's scenario end to end: one ``chainloom spy serve`` drops 50 sequences of the
+    dev token bridge and both the indexer and the relayer's listener subscribe to it; one
+    public-API server holds everything. After the grace period the store has all 100, and
+    Incoming has every relayable one (every 10th pays too low a fee and is not relayable),
+    the 45 recovered ones included, each queued once."""
+    vaas = [
+        signed_transfer(s, fee=MIN_FEE - 1 if s % 10 == 0 else MIN_FEE).to_bytes()
+        for s in range(100)
+    ]
+    by_id = {message_id_of(raw): raw for raw in vaas}
+    holes = [(SOURCE_CHAIN, DEV_TOKEN_BRIDGE_EMITTER.hex(), s) for s in range(25, 75)]
+    relayable = {parse_vaa(raw).digest_hex for s, raw in enumerate(vaas) if s % 10}
+    source = write_vaa_file(tmp_path / "vaas.txt", vaas)
+    spy = spy_dropping(source, free_port(), holes, subscribers=2)
+    servicer = PublicRpcServicer(by_id)
+    client = redis.Redis.from_url(redis_url)
+    intake = Intake(Validator(dev_policy(), GUARDIANS.sets()), RelayTables(client))
+    try:
+        with PublicRpcServer(servicer, "127.0.0.1:0") as public_api:
+            settings = IndexerSettings.model_validate(
+                {
+                    "bigtable": bigtable(store),
+                    "guardian_sets": {"source": str(guardian_file)},
+                    "spy": {"address": spy.address, "reconnect": {"initial": 0.05, "maximum": 0.5}},
+                    "probes": {"enabled": False},
+                    "gaps": FAST_GAPS,
+                    "public_rpc": {"endpoints": [public_api.target], "timeout": 2, "rounds": 1},
+                }
+            )
+            recovery = MissedVaaRecovery(
+                frozenset({(SOURCE_CHAIN, DEV_TOKEN_BRIDGE_EMITTER)}),
+                RecoverySettings(grace=1.0, check_interval=0.3, retry_after=300),
+                PublicRpcClient(PublicRpcSettings(endpoints=(public_api.target,), timeout=2)),
+            )
+            listener = Listener(
+                intake,
+                spy=SpyClient(
+                    spy.address,
+                    [EmitterKey(SOURCE_CHAIN, DEV_TOKEN_BRIDGE_EMITTER)],
+                    backoff=Backoff(initial=0.05, maximum=0.5),
+                ),
+                recovery=recovery,
+            )
+
+            async def scenario() -> tuple[Any, dict[str, Any]]:
+                written = Written(set(by_id))
+                stop = asyncio.Event()
+                await listener.start()
+                try:
+                    indexing = asyncio.create_task(serve(settings, stop, observers=[written]))
+                    async with asyncio.timeout(120):
+                        await written.done.wait()
+                        while recovery.book.missing() or recovery.counters.fetched < len(holes):
+                            await asyncio.sleep(0.05)
+                    stop.set()
+                    return await indexing, listener.stats()
+                finally:
+                    await listener.stop()
+
+            pipeline, stats = asyncio.run(scenario())
+        tables = RelayTables(client)
+        assert tables.depths()[Table.INCOMING] == {TARGET_CHAIN: len(relayable)}
+        assert all(tables.locate(digest) is Table.INCOMING for digest in relayable)
+    finally:
+        spy.stop()
+        client.close()
+    assert stored(store.settings) == set(by_id)
+    assert pipeline.counters.gaps_filled == 50
+    assert (stats["recovery"]["fetched"], stats["recovery"]["queued"]) == (50, 45)
+    assert servicer.counters.found == 2 * 50  # each dropped sequence asked once by each
 
 
 def labelled(indexer: IndexerProcess, line_start: str) -> float:
