@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import signal
 import socket
 import subprocess
@@ -47,7 +48,10 @@ from tests.integration.indexer.conftest import (
     IndexerProcess,
     SpyProcess,
     Store,
+    contents,
     free_port,
+    serve_spy,
+    write_directly,
     write_vaa_file,
 )
 
@@ -408,3 +412,65 @@ def test_an_endpoint_that_never_answers_delays_each_fetch_by_its_timeout_and_not
         assert f"{silent_target}: DEADLINE_EXCEEDED" in failure["reason"]
         assert f"not found at {public_api.target}" in failure["reason"]
         assert failure["attempts"] >= 2
+
+
+def test_what_the_spy_sent_while_the_indexer_was_killed_is_found_from_the_saved_state(
+    store: Store, tmp_path: Path, indexer_process: Any
+) -> None:
+    """Sequences 0-119 of the dev token bridge. A spy streams 0-59 slowly and the indexer is
+    SIGKILLed at a random point of it (its gap state saved every 0.5 s, so it lags what is
+    written); 60-79 are sent while it is down, to nobody; the restarted indexer hears 80-119
+    from a new spy. The first of those opens a hole from the last saved sequence, which the
+    public API fills: the store ends with all 120, as the event writer's clean run."""
+    vaas = [signed_transfer(s).to_bytes() for s in range(120)]
+    ids = {message_id_of(raw) for raw in vaas}
+    servicer = PublicRpcServicer({message_id_of(raw): raw for raw in vaas})
+    spy_port = free_port()
+    rng = random.Random(1408)
+    with PublicRpcServer(servicer, "127.0.0.1:0") as public_api:
+        document = {
+            "bigtable": bigtable(store),
+            "spy": {
+                "address": f"127.0.0.1:{spy_port}",
+                "reconnect": {"initial": 0.05, "maximum": 0.2},
+            },
+            "batch": {"rows": 5, "latency": 0.05},
+            "gaps": FAST_GAPS,
+            "public_rpc": {"endpoints": [public_api.target], "timeout": 2, "rounds": 1},
+        }
+        env = {"BIGTABLE_EMULATOR_HOST": store.emulator}
+        first = indexer_process(document, env=env)
+        spy = serve_spy(write_vaa_file(tmp_path / "first.txt", vaas[:60]), spy_port, copies=3,
+                        rate=30)  # fmt: skip
+        first.start()
+        try:
+            first.wait_for_metric("chainloom_indexer_vaas_written_total", 10)
+            time.sleep(1.0)  # at least one save of the state after the first writes
+            first.wait_for_metric("chainloom_indexer_vaas_written_total", rng.randrange(30, 55))
+            first.signal(signal.SIGKILL)
+            first.wait(30)
+        finally:
+            spy.stop()
+        assert servicer.counters.calls == 0  # nothing was missing while it ran
+        before = stored(store.settings)
+        assert ids - before  # the kill and the downtime lost something
+
+        second = indexer_process(document, env=env)
+        spy = serve_spy(write_vaa_file(tmp_path / "rest.txt", vaas[80:]), spy_port, copies=3)
+        second.start()
+        try:
+            wait_metrics(second, {"chainloom_indexer_gaps_filled_total": 20})
+            deadline = time.monotonic() + 60
+            while stored(store.settings) != ids:
+                assert time.monotonic() < deadline, second.output()[-2000:]
+                time.sleep(0.3)
+            filled = labelled(second, "chainloom_indexer_gaps_filled_total")
+            second.signal(signal.SIGTERM)
+            assert second.wait(60) == 0, second.output()
+        finally:
+            spy.stop()
+    streamed_again = {message_id_of(raw) for raw in vaas[80:]}
+    assert servicer.counters.found == filled >= len(ids - before - streamed_again)
+    assert events_gaps(store)["missing"] == 0
+    write_directly(store.reference, vaas, rows=5)
+    assert contents(store.settings) == contents(store.reference)
