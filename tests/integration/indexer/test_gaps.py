@@ -357,7 +357,7 @@ def test_an_endpoint_that_never_answers_delays_each_fetch_by_its_timeout_and_not
     serves); the second is the public-API server. Every fetch waits out the first one's
     timeout, then the second answers: what it holds is filled, what it withholds stays listed
     as an error naming both answers. A SIGTERM while the fetches keep going (``retry_after``
-    0) ends the process within one call's timeout plus the drain, with exit 0."""
+    0) ends the process within one fetch's timeouts plus the drain, with exit 0."""
     vaas = transfers(60, seed=1407)
     ids = sorted(vaas)
     holes = pick_holes(ids, 6)
@@ -398,7 +398,9 @@ def test_an_endpoint_that_never_answers_delays_each_fetch_by_its_timeout_and_not
                 took = time.monotonic() - stopping
             finally:
                 spy.stop()
-    assert took < 1 + 5 + 3, indexer.output()  # one call's timeout + the drain bound + slack
+    # One fetch (the silent endpoint's timeout, then the other's) + the drain bound + the
+    # process's own exit on a loaded machine; a fetch that hung would stop it for good.
+    assert took < 2 + 5 + 8, (took, indexer.output())
     assert asked > len(holes)  # the withheld ones were being asked again when stopped
     assert servicer.counters.found == len(holes) - len(withheld)
     assert stored(store.settings) == set(ids) - withheld
