@@ -10,8 +10,11 @@ Runs against the Bigtable emulator of the local stack (``BIGTABLE_EMULATOR_HOST`
    fresh tables, verification included. This is the ceiling the indexer is compared with.
 3. **Indexer**: the spy serves each VAA ``--copies`` times (19, as mainnet's guardians do),
    lossless; the indexer's pipeline (the spy client, dedupe, verification, the bounded
-   buffer, batched writes) runs in this process into other fresh tables. Timed from the
-   first message received to the last write returned.
+   buffer, batched writes) runs in this process into other fresh tables, with gap tracking
+   composed as :func:`chainloom.indexer.service.serve` composes it (the
+   :class:`~chainloom.eventstore.gaps.GapBook` as an observer, its state saved every
+   ``gaps.state_interval`` seconds and after the drain; ``--no-gaps`` leaves it out, to see
+   what it costs). Timed from the first message received to the last write returned.
 4. **Latency**: the spy serves M VAAs at a steady ``--rate`` (with copies); for each message,
    the time from the first copy leaving the spy client to its write returning (the row is
    readable from then on). p50 and p99 are printed.
@@ -42,7 +45,7 @@ from chainloom.eventstore.bigtable import BigtableTables, drop_tables, ensure_sc
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.indexer.config import IndexerSettings
 from chainloom.indexer.pipeline import Pipeline
-from chainloom.indexer.service import bounds, open_writer, spy_client
+from chainloom.indexer.service import bounds, gap_filler, open_writer, spy_client
 from chainloom.relayer.spy_client import SpyClient
 from chainloom.settings import BigtableSettings
 from chainloom.testing.dev_guardians import DevGuardians
@@ -64,8 +67,9 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def bare_writer(raws: list[bytes], settings: IndexerSettings) -> float:
-    """Seconds ``put_many`` takes for ``raws`` with the indexer's writer configuration."""
+def bare_writer(raws: list[bytes], settings: IndexerSettings) -> tuple[float, float]:
+    """(seconds, CPU seconds of this process) ``put_many`` takes for ``raws`` with the
+    indexer's writer configuration."""
     with BigtableTables(settings.bigtable) as tables:
         writer = EventWriter(
             tables,
@@ -74,11 +78,11 @@ def bare_writer(raws: list[bytes], settings: IndexerSettings) -> float:
             config=WriterConfig(flush_rows=settings.batch.rows, deadline=settings.write_deadline),
             signature_cache=SignatureCache(settings.signature_cache),
         )
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         summary = writer.put_many(raws)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     assert summary.refused == 0, summary.refusals[:3]
-    return seconds
+    return seconds, cpu
 
 
 class TimedSource:
@@ -89,6 +93,7 @@ class TimedSource:
         self.keys = keys
         self.first_seen: dict[MessageKey, float] = {}
         self.started: float | None = None
+        self.cpu_started = 0.0
 
     @property
     def connected(self) -> bool:
@@ -101,7 +106,7 @@ class TimedSource:
         async for raw in self.spy.messages():
             now = time.perf_counter()
             if self.started is None:
-                self.started = now
+                self.started, self.cpu_started = now, time.process_time()
             self.first_seen.setdefault(self.keys[raw], now)
             yield raw
 
@@ -124,9 +129,15 @@ class Written:
 
 
 async def indexer_run(
-    raws: list[bytes], settings: IndexerSettings, copies: int, rate: float, scratch: Path
-) -> tuple[float, list[float], dict[str, Any]]:
-    """(seconds from first receipt to last write, per-message latencies, counters)."""
+    raws: list[bytes],
+    settings: IndexerSettings,
+    copies: int,
+    rate: float,
+    scratch: Path,
+    gaps: bool = True,
+) -> tuple[float, float, list[float], dict[str, Any]]:
+    """(seconds and CPU seconds from first receipt to last write, per-message latencies,
+    counters)."""
     source_file = scratch / f"vaas-{uuid.uuid4().hex[:6]}.txt"
     source_file.write_text("\n".join(raw.hex() for raw in raws) + "\n")
     address = settings.spy.address
@@ -142,13 +153,26 @@ async def indexer_run(
         store = open_writer(settings)
         source = TimedSource(spy_client(settings), keys)
         written = Written(len(set(raws)))
-        pipeline = Pipeline(source, store, bounds(settings), observers=[written])
-        stop = asyncio.Event()
+        filler = gap_filler(settings, store) if gaps else None
+        observers: list[Any] = [written] if filler is None else [written, filler.book]
+        pipeline = Pipeline(source, store, bounds(settings), observers=observers)
+        stop, filler_stop = asyncio.Event(), asyncio.Event()
+        filling = None
+        if filler is not None:
+            await asyncio.to_thread(filler.load)
+            filler.counters = pipeline.counters
+            filling = asyncio.create_task(filler.run(pipeline.submit, filler_stop))
         running = asyncio.create_task(pipeline.run(stop))
         await asyncio.wait_for(written.all_written.wait(), 600)
-        finished = time.perf_counter()
+        finished, cpu_finished = time.perf_counter(), time.process_time()
         stop.set()
         await running
+        if filler is not None and filling is not None:
+            filler_stop.set()
+            await filling
+            await filler.save()
+            assert not filler.book.dirty, "the gap state was not saved"
+            filler.close()
         store.writer.tables.close()
     finally:
         server.terminate()
@@ -161,7 +185,7 @@ async def indexer_run(
         "written": pipeline.counters.written,
         **store.outcomes(),
     }
-    return finished - source.started, latencies, counters
+    return finished - source.started, cpu_finished - source.cpu_started, latencies, counters
 
 
 def _key(raw: bytes) -> MessageKey:
@@ -182,6 +206,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=100.0, help="VAAs/s of the latency run.")
     parser.add_argument("--rounds", type=int, default=2, help="Alternating rounds; best kept.")
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument(
+        "--no-gaps", action="store_true", help="Leave gap tracking out of the indexer runs."
+    )
     args = parser.parse_args()
     if not os.environ.get("BIGTABLE_EMULATOR_HOST"):
         sys.exit('BIGTABLE_EMULATOR_HOST is not set: eval "$(chainloom stack env)" first')
@@ -210,29 +237,51 @@ def main() -> None:
                 }
             )
 
-        bare_times: list[float] = []
-        indexer_times: list[float] = []
+        bare_times: list[tuple[float, float]] = []
+        indexer_times: list[tuple[float, float]] = []
         try:
             # Alternate the two, so a load spike on a shared machine hits both alike.
             for i in range(args.rounds):
                 bare_times.append(bare_writer(raws, settings(tables[f"bare{i}"])))
-                seconds, _, counters = asyncio.run(
-                    indexer_run(raws, settings(tables[f"indexer{i}"]), args.copies, 0.0, scratch)
+                seconds, cpu, _, counters = asyncio.run(
+                    indexer_run(
+                        raws,
+                        settings(tables[f"indexer{i}"]),
+                        args.copies,
+                        0.0,
+                        scratch,
+                        gaps=not args.no_gaps,
+                    )
                 )
-                indexer_times.append(seconds)
-            _, latencies, _ = asyncio.run(
-                indexer_run(late, settings(tables["latency"]), args.copies, args.rate, scratch)
+                indexer_times.append((seconds, cpu))
+            _, _, latencies, _ = asyncio.run(
+                indexer_run(
+                    late,
+                    settings(tables["latency"]),
+                    args.copies,
+                    args.rate,
+                    scratch,
+                    gaps=not args.no_gaps,
+                )
             )
         finally:
             for table in tables.values():
                 drop_tables(_location(table))
-    bare_seconds, seconds = min(bare_times), min(indexer_times)
+    (bare_seconds, bare_cpu), (seconds, cpu) = min(bare_times), min(indexer_times)
     bare_rate, indexer_rate = len(raws) / bare_seconds, len(raws) / seconds
-    print(f"indexer: {len(raws)} VAAs x {args.copies} copies, best of {args.rounds}; {counters}")
-    print(f"  bare EventWriter.put_many: {bare_rate:7.0f} VAA/s ({bare_seconds:.2f} s)")
+    tracking = "without" if args.no_gaps else "with"
+    print(
+        f"indexer: {len(raws)} VAAs x {args.copies} copies, best of {args.rounds}, "
+        f"{tracking} gap tracking; load average {os.getloadavg()[0]:.1f}; {counters}"
+    )
+    print(
+        f"  bare EventWriter.put_many: {bare_rate:7.0f} VAA/s ({bare_seconds:.2f} s; "
+        f"CPU {bare_cpu / len(raws) * 1e3:.2f} ms/VAA)"
+    )
     print(
         f"  indexer (spy -> store):    {indexer_rate:7.0f} VAA/s ({seconds:.2f} s, "
-        f"{len(raws) * args.copies / seconds:.0f} spy messages/s)"
+        f"{len(raws) * args.copies / seconds:.0f} spy messages/s; "
+        f"CPU {cpu / len(raws) * 1e3:.2f} ms/VAA)"
     )
     print(f"  ratio indexer/bare: {indexer_rate / bare_rate:.2f} (goal >= 0.8)")
     print(

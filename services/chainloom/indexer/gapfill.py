@@ -37,6 +37,12 @@ from chainloom.publicrpc import FetchResult, FetchStatus
 
 log = logging.getLogger(__name__)
 
+HANDED_HOLD = 60.0
+"""Seconds a fetched VAA handed to the pipeline is not fetched again, even with a shorter
+``gaps.retry_after`` (which is for fetches that failed): its write normally returns within
+the batch latency and the write deadline; a gap still open after this (a store down that long,
+a copy the pipeline had refused) is asked again."""
+
 
 class Fetcher(Protocol):
     """Fetches one message by id (:class:`~chainloom.publicrpc.PublicRpcClient`)."""
@@ -123,8 +129,9 @@ class GapFiller:
         settings = self.settings
         now = self._wall_clock()
         # A VAA handed to the pipeline closes its gap only once its write returns; until then
-        # (at most retry_after seconds) it is not fetched again.
-        self._handed = {m: t for m, t in self._handed.items() if now - t < settings.retry_after}
+        # (at most retry_after seconds, and never less than HANDED_HOLD) it is not fetched again.
+        hold = max(settings.retry_after, HANDED_HOLD)
+        self._handed = {m: t for m, t in self._handed.items() if now - t < hold}
         due = [
             message
             for message in self.book.due(

@@ -5,6 +5,7 @@ in-process or as a ``chainloom indexer run`` process."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -39,9 +40,15 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@functools.cache
+def _signed(count: int, seed: int) -> tuple[bytes, ...]:
+    return tuple(generate_vaas(count, seed, KIT))
+
+
 def workload(count: int, seed: int) -> list[bytes]:
-    """``count`` VAAs of the mainnet-like mix (re-signed duplicates and conflicts included)."""
-    return list(generate_vaas(count, seed, KIT))
+    """``count`` VAAs of the mainnet-like mix (re-signed duplicates and conflicts included),
+    signed once per test session (signing 5,000 takes 5-10 s on the shared machine)."""
+    return list(_signed(count, seed))
 
 
 def contents(settings: BigtableSettings) -> tuple[dict[str, Any], list[Any]]:

@@ -54,8 +54,10 @@ class Saved:
         return len(batch)
 
 
-def filler(answers: dict[int, bytes | str], state: Saved, now: list[float]) -> GapFiller:
-    settings = GapSettings(grace=10, retry_after=60, per_round=100)
+def filler(
+    answers: dict[int, bytes | str], state: Saved, now: list[float], retry_after: float = 60
+) -> GapFiller:
+    settings = GapSettings(grace=10, retry_after=retry_after, per_round=100)
     return GapFiller(GapBook(), settings, state, IndexerCounters(), fetcher=Answers(answers),
                      wall_clock=lambda: now[0])  # fmt: skip
 
@@ -109,3 +111,32 @@ def test_a_failed_save_keeps_the_emitters_for_the_next_one() -> None:
     asyncio.run(gaps.save())
     assert gaps.book.dirty == set()
     assert [row["emitter"] for row in state.rows] == [EMITTER]
+
+
+def test_a_fetched_vaa_whose_write_is_pending_is_not_fetched_again_even_with_no_retry_wait() -> (
+    None
+):
+    """``retry_after`` 0 retries failures at once, but a VAA already handed to the pipeline
+    is not asked for again while its write is pending (a loaded store takes seconds); once
+    written (the book sees it) its gap is closed."""
+    now = [100.0]
+    gaps = filler({3: b"vaa-3", 4: "not_found"}, Saved(), now, retry_after=0)
+    gaps.book.see(2, EMITTER, 2, 80.0)
+    gaps.book.see(2, EMITTER, 5, 80.0)
+
+    async def submit(raw: bytes) -> str | None:
+        return None
+
+    async def rounds() -> None:
+        stop = asyncio.Event()
+        assert await gaps.fill_round(submit, stop) == 1
+        now[0] = 101.0
+        assert await gaps.fill_round(submit, stop) == 0  # 3 still being written; 4 again
+        gaps.book.see(2, EMITTER, 3, 102.0)  # the write returned
+        now[0] = 130.0
+        assert await gaps.fill_round(submit, stop) == 0
+
+    asyncio.run(rounds())
+    fetcher = gaps.fetcher
+    assert isinstance(fetcher, Answers)
+    assert fetcher.asked == [3, 4, 4, 4]
