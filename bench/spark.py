@@ -502,6 +502,11 @@ def main() -> None:
     )
     options = parser.parse_args()
     jobs = set(options.jobs.split(","))
+    vectors = options.vectors
+    vectors_file = vectors / "xrpl_vectors.json" if vectors.is_dir() else vectors
+    if "ledger-load" in jobs and not vectors_file.is_file():
+        # Said before the vaa-ingest part, not after it.
+        sys.exit(f"no XRPL vectors at {vectors_file}: set CHAINLOOM_VECTORS or --vectors")
     if "vaa-ingest" in jobs and not os.environ.get("BIGTABLE_EMULATOR_HOST"):
         sys.exit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom stack env)")')
     from chainloom.eventstore.bigtable import drop_tables
@@ -537,8 +542,6 @@ def main() -> None:
                 drop_tables(_location(table))
         if "ledger-load" in jobs:
             dump = Path(scratch) / "ledgers.jsonl"
-            vectors = options.vectors
-            vectors_file = vectors / "xrpl_vectors.json" if vectors.is_dir() else vectors
             _generate_ledgers(dump, options.ledgers, options.txs_per_ledger, options.seed,
                               vectors_file)  # fmt: skip
             result["ledger_load"] = bench_ledger_load(dump, options, max(widths))

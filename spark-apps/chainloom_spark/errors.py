@@ -8,7 +8,8 @@ markers) to the codes of docs/exit-codes.md itself::
     ├── JobArgumentError               a bad flag or setting                      exit 2
     ├── JobInputError                  the input is missing or unreadable         exit 2
     ├── JobOutputError                 the output path cannot be written          exit 2
-    └── SinkUnavailableError           the store cannot be reached (UnavailableError) exit 4
+    ├── SinkUnavailableError           the store cannot be reached (UnavailableError) exit 4
+    └── SparkStartError                the local Spark driver (its JVM) did not start   exit 4
 
 An error raised inside a task reaches the driver as text only (Spark carries the worker's
 traceback, not the object), so a task wraps an outage in :class:`SinkUnavailableError` whose
@@ -47,3 +48,8 @@ class SinkUnavailableError(SparkJobError, UnavailableError):
         super().__init__(f"{SINK_UNAVAILABLE_MARK} {reason}")
         self.reason = reason
         """What failed, without the mark."""
+
+
+class SparkStartError(SparkJobError, UnavailableError):
+    """The JVM of a local Spark driver exited before it was up, twice (exit 4): a resource
+    of the machine (memory, processes) ran short; the JVM's own output above says which."""

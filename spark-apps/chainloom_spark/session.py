@@ -8,20 +8,41 @@ the same install (docs/spark.md).
 
 A session that already exists in the process (a test suite's, a notebook's) is reused and
 left running: :func:`job_session` stops only a session it started.
+
+Starting the driver's JVM can fail on a machine short of memory or processes: PySpark then
+reports that the "Java gateway process exited before sending its port number" (it waits for
+the JVM to write its port with no time limit, so this is the JVM exiting, not a timeout). A
+job tries once more after :data:`START_RETRY_PAUSE` seconds and otherwise ends with one line
+(:class:`~chainloom_spark.errors.SparkStartError`, exit 4) instead of a traceback.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from chainloom_spark.errors import SparkStartError
+from chainloom_spark.runner import LOGGER_NAME
 from chainloom_spark.settings import SparkSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+START_ATTEMPTS = 2
+"""Tries at starting the driver's JVM before the job gives up (exit 4)."""
+
+START_RETRY_PAUSE = 5.0
+"""Seconds between them."""
+
+GATEWAY_EXITED = "JAVA_GATEWAY_EXITED"
+"""PySpark's error condition for a JVM that exited before it was up."""
+
+_log = logging.getLogger(LOGGER_NAME)
 
 
 def app_name(settings: SparkSettings, job: str) -> str:
@@ -77,9 +98,40 @@ def job_session(settings: SparkSettings, job: str) -> Iterator[SparkSession]:
         builder = builder.master(master)
     for key, value in session_conf(settings).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = start_session(builder, job)
     session.sparkContext.setLogLevel(settings.log_level)
     try:
         yield session
     finally:
         session.stop()
+
+
+class SessionBuilder(Protocol):
+    """What :func:`start_session` needs of ``SparkSession.builder``."""
+
+    def getOrCreate(self) -> SparkSession: ...  # noqa: N802 - PySpark's name
+
+
+def start_session(
+    builder: SessionBuilder, job: str, pause: float = START_RETRY_PAUSE
+) -> SparkSession:
+    """``builder.getOrCreate()``, tried again after ``pause`` seconds if the JVM exits before
+    it is up; :class:`SparkStartError` if it does so every time."""
+    from pyspark.errors import PySparkRuntimeError
+
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            return builder.getOrCreate()
+        except PySparkRuntimeError as error:
+            if error.getCondition() != GATEWAY_EXITED:
+                raise
+            if attempt == START_ATTEMPTS:
+                raise SparkStartError(
+                    f"{job}: Spark's driver JVM exited before it was up, {attempt} times "
+                    "(not enough memory or processes on this machine? its own output above "
+                    "says why)"
+                ) from None
+            _log.warning("%s: Spark's driver JVM exited before it was up; trying again in "
+                         "%.0f s", job, pause)  # fmt: skip
+            time.sleep(pause)
+    raise AssertionError("unreachable")

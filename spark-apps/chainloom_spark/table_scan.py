@@ -28,6 +28,7 @@ from chainloom.eventstore.planner import RowSnapshot
 from chainloom.eventstore.service import EMULATOR_ENV
 from chainloom.settings import BigtableSettings
 from chainloom_spark.errors import SinkUnavailableError
+from chainloom_spark.progress import ProgressCounters
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -93,13 +94,18 @@ def scan_range(context: ScanContext, key_range: KeyRange) -> Iterator[tuple[str,
 def _convert_partition(
     context: ScanContext,
     convert: Callable[[str, RowSnapshot], T | None],
+    counters: ProgressCounters | None,
     ranges: Iterable[KeyRange],
 ) -> Iterator[T]:
+    read = 0
     for key_range in ranges:
         for row_key, row in scan_range(context, key_range):
+            read += 1
             item = convert(row_key, row)
             if item is not None:
                 yield item
+    if counters is not None:
+        counters.add(read=read)
 
 
 def table_rdd(
@@ -107,11 +113,13 @@ def table_rdd(
     context: ScanContext,
     ranges: Sequence[KeyRange],
     convert: Callable[[str, RowSnapshot], T | None],
+    counters: ProgressCounters | None = None,
 ) -> RDD[T]:
     """An RDD of ``convert(row_key, row)`` for every row (None results dropped), one
-    partition per key range. ``convert`` must be a module-level function (tasks pickle it)."""
+    partition per key range; each row scanned counts as read in ``counters``. ``convert``
+    must be a module-level function (tasks pickle it)."""
     source = spark.sparkContext.parallelize(list(ranges), max(len(ranges), 1))
-    return source.mapPartitions(partial(_convert_partition, context, convert))
+    return source.mapPartitions(partial(_convert_partition, context, convert, counters))
 
 
 def probe_emulator(timeout: float = 5.0) -> None:

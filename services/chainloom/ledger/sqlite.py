@@ -137,6 +137,10 @@ class SqliteBackend(BackendInterface):
             raise _database_error(
                 error, f"cannot open the SQLite ledger database {path}"
             ) from error
+        except OSError as error:  # its directory cannot be made (a file in the way, ...)
+            raise DatabaseFileError(
+                f"cannot open the SQLite ledger database {path}: {error.strerror or error}"
+            ) from None
 
     # ------------------------------------------------------------------ plumbing
 

@@ -55,6 +55,7 @@ from chainloom.wormhole.payloads import (
 from chainloom_spark.arguments import JobArgumentParser, add_table_flags, load_job_settings
 from chainloom_spark.counts import ChainCounters
 from chainloom_spark.errors import JobInputError, SinkUnavailableError
+from chainloom_spark.progress import Progress, ProgressCounters
 from chainloom_spark.runner import run_table_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
@@ -384,6 +385,8 @@ class WriteContext:
     """Rows read and written per round trip (``writer.flush_rows``)."""
     max_attempts: int
     """Attempts per batch before the store counts as unavailable (``writer.max_attempts``)."""
+    counters: ProgressCounters
+    """The job's progress counters (rows written)."""
 
 
 WRITE_FAMILIES = (
@@ -477,6 +480,7 @@ def write_partition(context: WriteContext, rows: Iterable[Any]) -> Iterator[tupl
                     _write(tables, entries, context.max_attempts)
     except (StoreUnavailableError, TableMissingError) as error:
         raise SinkUnavailableError(str(error)) from error
+    context.counters.add(written=sum(v for (_, name), v in tally.items() if name == "written"))
     for (chain, name), value in tally.items():
         yield chain, name, value
 
@@ -534,29 +538,35 @@ def run(plan: EnrichPlan) -> ChainCounters:
     with job_session(plan.settings.spark, JOB) as spark:
         ranges = plan_ranges(plan.location)
         _log.info("%s: reading %s in %d key ranges", JOB, plan.location.table, len(ranges))
-        prices = load_prices(spark, plan)
-        scanned = table_rdd(spark, scan_context(plan.location, SCAN_FAMILIES), ranges, scan_record)
-        records = spark.createDataFrame(scanned, RECORD_DDL).persist(StorageLevel.MEMORY_AND_DISK)
-        plan_frame = candidates(records, prices).persist(StorageLevel.MEMORY_AND_DISK)
-        settled = plan_frame.where(F.col("status") != "enrich")
-        for row in settled.groupBy("chain", "status").count().collect():
-            summary.add(row["chain"], row["status"], row["count"])
-        _log.info("%s: table scanned and joined (%.1f s)", JOB, time.monotonic() - started)
-        context = WriteContext(
-            location=plan.location,
-            emulator_host=scan_context(plan.location, ()).emulator_host,
-            batch_rows=plan.settings.writer.flush_rows,
-            max_attempts=plan.settings.writer.max_attempts,
-        )
-        tallies = (
-            plan_frame.where(F.col("status") == "enrich")
-            .rdd.mapPartitions(partial(write_partition, context))
-            .collect()
-        )
-        for chain, name, value in tallies:
-            summary.add(chain, name, value)
-        plan_frame.unpersist()
-        records.unpersist()
+        counters = ProgressCounters.create(spark.sparkContext)
+        with Progress(JOB, counters, plan.settings.progress_interval):
+            prices = load_prices(spark, plan)
+            scan = scan_context(plan.location, SCAN_FAMILIES)
+            scanned = table_rdd(spark, scan, ranges, scan_record, counters)
+            records = spark.createDataFrame(scanned, RECORD_DDL)
+            records = records.persist(StorageLevel.MEMORY_AND_DISK)
+            plan_frame = candidates(records, prices).persist(StorageLevel.MEMORY_AND_DISK)
+            settled = plan_frame.where(F.col("status") != "enrich")
+            for row in settled.groupBy("chain", "status").count().collect():
+                summary.add(row["chain"], row["status"], row["count"])
+            counters.add(refused=summary.totals["no_asset_meta"])
+            _log.info("%s: table scanned and joined (%.1f s)", JOB, time.monotonic() - started)
+            context = WriteContext(
+                location=plan.location,
+                emulator_host=scan.emulator_host,
+                batch_rows=plan.settings.writer.flush_rows,
+                max_attempts=plan.settings.writer.max_attempts,
+                counters=counters,
+            )
+            tallies = (
+                plan_frame.where(F.col("status") == "enrich")
+                .rdd.mapPartitions(partial(write_partition, context))
+                .collect()
+            )
+            for chain, name, value in tallies:
+                summary.add(chain, name, value)
+            plan_frame.unpersist()
+            records.unpersist()
     elapsed = time.monotonic() - started
     totals = summary.totals
     transfers = sum(count for name, count in totals.items() if name != "written")

@@ -38,6 +38,7 @@ from chainloom.settings import BigtableSettings
 from chainloom_spark.arguments import JobArgumentParser, add_table_flags, load_job_settings
 from chainloom_spark.counts import ChainCounters
 from chainloom_spark.errors import JobOutputError
+from chainloom_spark.progress import Progress, ProgressCounters
 from chainloom_spark.runner import run_table_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
@@ -338,28 +339,37 @@ def run(plan: ExportPlan) -> ChainCounters:
     with job_session(plan.settings.spark, JOB) as spark:
         ranges = plan_ranges(plan.location)
         _log.info("%s: reading %s in %d key ranges", JOB, plan.location.table, len(ranges))
-        scanned = table_rdd(spark, scan_context(plan.location, SCAN_FAMILIES), ranges, _row_or_skip)
-        events = spark.createDataFrame(scanned, f"skipped STRING, {ddl(EVENT_COLUMNS)}")
-        events = events.persist(StorageLevel.MEMORY_AND_DISK)
-        for row in events.where("skipped IS NOT NULL").groupBy("skipped").count().collect():
-            summary.add(int(row["skipped"]), "skipped", row["count"])
-        events = events.where("skipped IS NULL").drop("skipped")
-        _write(events.repartition("emitter_chain", "day"), plan.events_path,
-               ["emitter_chain", "day"])  # fmt: skip
-        _log.info("%s: events written to %s (%.1f s)", JOB, plan.events_path,
-                  time.monotonic() - started)  # fmt: skip
-        aggregate = daily(events).persist(StorageLevel.MEMORY_AND_DISK)
-        _write(aggregate.repartition("day"), plan.daily_path, ["day"])
-        # The summary from the (small) aggregate rather than another pass over the events.
-        per_day = aggregate.groupBy("source_chain", "day").agg(
-            F.sum("messages").alias("messages"), F.sum("transfers").alias("transfers")
-        )
-        for row in per_day.collect():
-            summary.add(row["source_chain"], "messages", row["messages"])
-            summary.add(row["source_chain"], "transfers", row["transfers"])
-            summary.add(row["source_chain"], "days")
-        aggregate.unpersist()
-        events.unpersist()
+        counters = ProgressCounters.create(spark.sparkContext)
+        with Progress(JOB, counters, plan.settings.progress_interval):
+            scan = scan_context(plan.location, SCAN_FAMILIES)
+            scanned = table_rdd(spark, scan, ranges, _row_or_skip, counters)
+            events = spark.createDataFrame(scanned, f"skipped STRING, {ddl(EVENT_COLUMNS)}")
+            events = events.persist(StorageLevel.MEMORY_AND_DISK)
+            exported = 0
+            for row in events.groupBy("skipped").count().collect():
+                if row["skipped"] is None:
+                    exported = row["count"]
+                else:
+                    summary.add(int(row["skipped"]), "skipped", row["count"])
+            counters.add(refused=summary.totals["skipped"])
+            events = events.where("skipped IS NULL").drop("skipped")
+            _write(events.repartition("emitter_chain", "day"), plan.events_path,
+                   ["emitter_chain", "day"])  # fmt: skip
+            counters.add(written=exported)  # Parquet rows count once the write commits
+            _log.info("%s: events written to %s (%.1f s)", JOB, plan.events_path,
+                      time.monotonic() - started)  # fmt: skip
+            aggregate = daily(events).persist(StorageLevel.MEMORY_AND_DISK)
+            _write(aggregate.repartition("day"), plan.daily_path, ["day"])
+            # The summary from the (small) aggregate rather than another pass over the events.
+            per_day = aggregate.groupBy("source_chain", "day").agg(
+                F.sum("messages").alias("messages"), F.sum("transfers").alias("transfers")
+            )
+            for row in per_day.collect():
+                summary.add(row["source_chain"], "messages", row["messages"])
+                summary.add(row["source_chain"], "transfers", row["transfers"])
+                summary.add(row["source_chain"], "days")
+            aggregate.unpersist()
+            events.unpersist()
     elapsed = time.monotonic() - started
     messages = summary.totals["messages"]
     _log.info("%s: %d messages exported, %.0f rows/s (%.1f s)", JOB, messages,

@@ -70,6 +70,7 @@ from chainloom_spark.jobs.vaa_ingest import (
     load_guardian_sets,
     prepare,
 )
+from chainloom_spark.progress import Progress, ProgressCounters
 from chainloom_spark.runner import run_table_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
@@ -259,6 +260,8 @@ class TaskContext:
     """``--to-seq``."""
     max_missing: int
     """Sequences looked for per emitter."""
+    counters: ProgressCounters
+    """The job's progress counters: fetch results read, inputs written and refused."""
 
 
 def _task_environment(context: TaskContext) -> None:
@@ -295,19 +298,27 @@ def fetch_partition(
     context: TaskContext, chunks: Iterable[tuple[int, str, int, int]]
 ) -> Iterator[Fetched]:
     """Ask the public API for each sequence of the partition's chunks."""
+    read = 0
     with PublicRpcClient(context.public_rpc) as client:
         for chain, emitter, first, last in chunks:
             for result in fetch_missing(client, chain, emitter, [SequenceRange(first, last)]):
+                read += 1
                 yield (chain, emitter, result.sequence, result.status.value, result.vaa,
                        result.reason)  # fmt: skip
+    context.counters.add(read=read)
 
 
 def files_partition(
-    missing: Broadcast[dict[tuple[int, str], list[tuple[int, int]]]], lines: Iterable[Any]
+    missing: Broadcast[dict[tuple[int, str], list[tuple[int, int]]]],
+    counters: ProgressCounters,
+    lines: Iterable[Any],
 ) -> Iterator[Fetched]:
-    """The VAAs among the partition's input lines whose id is missing (other lines ignored)."""
+    """The VAAs among the partition's input lines whose id is missing (other lines ignored);
+    every line counts as read."""
     wanted = missing.value
+    read = 0
     for line in lines:
+        read += 1
         try:
             raw, _ = decode_record(line.value, None)
             vaa = parse_vaa(raw)
@@ -317,6 +328,7 @@ def files_partition(
         if ranges and any(first <= vaa.sequence <= last for first, last in ranges):
             yield (vaa.emitter_chain, vaa.emitter_address.hex(), vaa.sequence,
                    FetchStatus.FOUND.value, raw, "")  # fmt: skip
+    counters.add(read=read)
 
 
 Written = tuple[str, int, str, Any, Any, Any]
@@ -363,6 +375,7 @@ def write_partition(context: TaskContext, phase: str, rows: Iterable[Fetched]) -
             conflicts = list(writer.summary.conflicts)
     except (StoreUnavailableError, TableMissingError) as error:
         raise SinkUnavailableError(str(error)) from error
+    context.counters.add(written=sum(c["written"] for c in counts.values()), refused=len(refused))
     for (chain, emitter), emitter_counts in counts.items():
         yield ("counts", chain, emitter, emitter_counts, None, None)
     yield from refused
@@ -408,8 +421,6 @@ def check_source(plan: BackfillPlan) -> None:
 
 def run(plan: BackfillPlan) -> BackfillSummary:
     """Run the job as resolved by :func:`resolve`; the summary."""
-    from pyspark import StorageLevel
-
     sets = load_guardian_sets(plan.guardian_set_source)
     check_store(plan.location)
     check_source(plan)
@@ -420,7 +431,7 @@ def run(plan: BackfillPlan) -> BackfillSummary:
     _log.info("%s: %d emitters to check in %s", JOB, len(emitters), plan.location.table)
     with job_session(settings.spark, JOB) as spark:
         sc = spark.sparkContext
-        width = plan.partitions or sc.defaultParallelism
+        counters = ProgressCounters.create(sc)
         context = TaskContext(
             location=plan.location,
             emulator_host=os.environ.get(EMULATOR_ENV),
@@ -434,49 +445,10 @@ def run(plan: BackfillPlan) -> BackfillSummary:
             first=plan.first,
             last=plan.last,
             max_missing=plan.max_missing,
+            counters=counters,
         )
-        gaps: list[Gap] = []
-        if emitters:
-            slices = min(width, len(emitters))
-            gaps = (
-                sc.parallelize(emitters, slices)
-                .mapPartitions(partial(find_partition, context))
-                .collect()
-            )
-        missing: dict[tuple[int, str], list[tuple[int, int]]] = {}
-        for chain, emitter, stored, lowest, highest, ranges, skipped in gaps:
-            report = summary.emitter(chain, emitter)
-            report.stored, report.lowest, report.highest = stored, lowest, highest
-            report.missing = sum(last - first + 1 for first, last in ranges)
-            report.skipped = skipped
-            if ranges:
-                missing[(chain, emitter)] = ranges
-        total = sum(report.missing for report in summary.emitters.values())
-        _log.info("%s: %d sequences missing over %d emitters", JOB, total, len(missing))
-        if missing:
-            fetched = _fetch(spark, plan, context, missing, width)
-            fetched.persist(StorageLevel.MEMORY_AND_DISK)
-            written: list[Written] = []
-            for phase in (ASSETS, REST):
-                written += fetched.mapPartitions(partial(write_partition, context, phase)).collect()
-            _merge(summary, written)
-            if plan.files is None:
-                absent = (
-                    fetched.filter(lambda row: row[3] != FetchStatus.FOUND.value)
-                    .map(lambda row: (row[0], row[1], row[2], row[3], row[5]))
-                    .collect()
-                )
-            else:
-                held = set(fetched.map(lambda row: (row[0], row[1], row[2])).collect())
-                absent = [
-                    (chain, emitter, sequence, FetchStatus.NOT_FOUND.value, "not in the files")
-                    for (chain, emitter), ranges in missing.items()
-                    for first, last in ranges
-                    for sequence in range(first, last + 1)
-                    if (chain, emitter, sequence) not in held
-                ]
-            fetched.unpersist()
-            _report_missing(summary, absent)
+        with Progress(JOB, counters, settings.progress_interval):
+            _find_fetch_write(spark, plan, context, emitters, summary)
     elapsed = time.monotonic() - started
     totals = summary.as_dict()
     _log.info("%s: found %d, written %d, refused %d, still missing %d; %.1f s, %.1f fetched/s",
@@ -496,6 +468,58 @@ def run(plan: BackfillPlan) -> BackfillSummary:
     return summary
 
 
+def _find_fetch_write(spark: Any, plan: BackfillPlan, context: TaskContext,
+                      emitters: list[tuple[int, str]],
+                      summary: BackfillSummary) -> None:  # fmt: skip
+    """The three stages (find, fetch, write) into ``summary``."""
+    from pyspark import StorageLevel
+
+    sc = spark.sparkContext
+    width = plan.partitions or sc.defaultParallelism
+    gaps: list[Gap] = []
+    if emitters:
+        slices = min(width, len(emitters))
+        gaps = (
+            sc.parallelize(emitters, slices)
+            .mapPartitions(partial(find_partition, context))
+            .collect()
+        )
+    missing: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    for chain, emitter, stored, lowest, highest, ranges, skipped in gaps:
+        report = summary.emitter(chain, emitter)
+        report.stored, report.lowest, report.highest = stored, lowest, highest
+        report.missing = sum(last - first + 1 for first, last in ranges)
+        report.skipped = skipped
+        if ranges:
+            missing[(chain, emitter)] = ranges
+    total = sum(report.missing for report in summary.emitters.values())
+    _log.info("%s: %d sequences missing over %d emitters", JOB, total, len(missing))
+    if missing:
+        fetched = _fetch(spark, plan, context, missing, width)
+        fetched.persist(StorageLevel.MEMORY_AND_DISK)
+        written: list[Written] = []
+        for phase in (ASSETS, REST):
+            written += fetched.mapPartitions(partial(write_partition, context, phase)).collect()
+        _merge(summary, written)
+        if plan.files is None:
+            absent = (
+                fetched.filter(lambda row: row[3] != FetchStatus.FOUND.value)
+                .map(lambda row: (row[0], row[1], row[2], row[3], row[5]))
+                .collect()
+            )
+        else:
+            held = set(fetched.map(lambda row: (row[0], row[1], row[2])).collect())
+            absent = [
+                (chain, emitter, sequence, FetchStatus.NOT_FOUND.value, "not in the files")
+                for (chain, emitter), ranges in missing.items()
+                for first, last in ranges
+                for sequence in range(first, last + 1)
+                if (chain, emitter, sequence) not in held
+            ]
+        fetched.unpersist()
+        _report_missing(summary, absent)
+
+
 def _fetch(spark: Any, plan: BackfillPlan, context: TaskContext,
            missing: dict[tuple[int, str], list[tuple[int, int]]], width: int) -> Any:  # fmt: skip
     """The fetched messages as an RDD of :data:`Fetched` rows."""
@@ -507,7 +531,7 @@ def _fetch(spark: Any, plan: BackfillPlan, context: TaskContext,
         except AnalysisException as error:
             raise JobInputError(f"--files {plan.files}: {str(error).splitlines()[0]}") from None
         wanted = spark.sparkContext.broadcast(missing)
-        return lines.mapPartitions(partial(files_partition, wanted)).distinct()
+        return lines.mapPartitions(partial(files_partition, wanted, context.counters)).distinct()
     chunks = [
         (chain, emitter, piece.first, piece.last)
         for (chain, emitter), ranges in missing.items()

@@ -69,7 +69,8 @@ from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import LedgerHeader
 from chainloom.settings import load_settings
 from chainloom_spark.errors import JobArgumentError
-from chainloom_spark.runner import run_job
+from chainloom_spark.progress import Progress, ProgressCounters
+from chainloom_spark.runner import run_job, setup_logging
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
 from chainloom_spark.termination import write_termination_message
@@ -281,13 +282,24 @@ class _BatchResult:
 
 
 class LedgerLoad:
-    """The driver: sequential checks and successor rows, batches to executors, the fence."""
+    """The driver: sequential checks and successor rows, batches to executors, the fence.
 
-    def __init__(self, spark: SparkSession, options: LoadOptions) -> None:
+    Its :attr:`counters` count ledgers: read (checked by the driver), written (committed:
+    the range moved over them) and refused.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        options: LoadOptions,
+        backend: BackendInterface | None = None,
+    ) -> None:
         self._spark = spark
         self._options = options
         self._source = FileLedgerSource(options.dump)
-        self._backend = open_backend(options.settings)
+        self._backend = open_backend(options.settings) if backend is None else backend
+        self.counters = ProgressCounters.create(spark.sparkContext)
+        """Ledgers read, committed and refused (for progress lines)."""
         self._tracker: SuccessorTracker | None = None
         self._leaves: dict[bytes, bytes] | None = None
         self._previous: LedgerHeader | None = None
@@ -348,12 +360,14 @@ class LedgerLoad:
                 try:
                     task = self._check_next()
                 except LedgerError:
+                    self.counters.add(refused=1)
                     # Refused input at ledger n: everything before it is still good.
                     in_flight = self._submit(pool, in_flight, pending)
                     self._settle(in_flight)
                     raise
                 if task is None:
                     break
+                self.counters.add(read=1)
                 pending.append(task)
                 if len(pending) >= self._options.batch:
                     in_flight = self._submit(pool, in_flight, pending)
@@ -419,12 +433,15 @@ class LedgerLoad:
             if report.unavailable is not None:
                 problem = BackendError(report.unavailable)
             elif report.refused is not None:
+                self.counters.add(refused=1)
                 problem = LedgerIntegrityError(report.refused, sequence=report.written_through + 1)
             if problem is not None or report.written_through < report.last:
                 break
         self.summary.batches.append(result.seconds)
         LOG.info(
-            "ledgers %d..%d: %d ledgers written in %.2f s (%.1f ledgers/s), committed through %s",
+            "%s: ledgers %d..%d: %d ledgers written in %.2f s (%.1f ledgers/s), committed "
+            "through %s",
+            JOB,
             result.reports[0].first,
             result.reports[-1].last,
             result.ledgers,
@@ -447,6 +464,7 @@ class LedgerLoad:
             self.summary.first_committed = sequence
         self.summary.last_committed = sequence
         self.summary.ledgers += 1
+        self.counters.add(written=1)
 
 
 class LedgerWriteConflictError(LedgerError, ConflictError):
@@ -512,11 +530,7 @@ def ledger_settings(args: argparse.Namespace) -> LedgerSettings:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; the exit code of the project's table (0, 1, 2, 3, 4)."""
-    if not LOG.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s ledger-load %(message)s"))
-        LOG.addHandler(handler)
-        LOG.setLevel(logging.INFO)
+    setup_logging()
     return run_job(lambda: _load(argv))
 
 
@@ -526,12 +540,16 @@ def _load(argv: list[str] | None) -> int:
         raise JobArgumentError("--partitions must be at least 1")
     if args.batch < 1:
         raise JobArgumentError("--batch must be at least 1")
+    settings = ledger_settings(args)
+    if not args.input.exists():
+        raise LedgerInputError(f"--input: ledger dump {args.input} does not exist")
+    if not args.input.is_file():
+        raise LedgerInputError(f"--input: ledger dump {args.input} is not a file")
+    spark_settings = load_settings(SparkJobSettings, flags={"spark.master": args.master})
+    # The database first: one that cannot be reached or used fails before Spark starts.
+    backend = open_backend(settings)
     load: LedgerLoad | None = None
     try:
-        settings = ledger_settings(args)
-        if not args.input.is_file():
-            raise LedgerInputError(f"--input: ledger dump {args.input} does not exist")
-        spark_settings = load_settings(SparkJobSettings, flags={"spark.master": args.master})
         with job_session(spark_settings.spark, JOB) as spark:
             options = LoadOptions(
                 dump=args.input,
@@ -540,12 +558,14 @@ def _load(argv: list[str] | None) -> int:
                 batch=args.batch,
                 verify_state=args.verify_state,
             )
-            load = LedgerLoad(spark, options)
-            write_termination_message(load.run().as_dict())
+            load = LedgerLoad(spark, options, backend)
+            with Progress(JOB, load.counters, spark_settings.progress_interval):
+                summary = load.run()
+            write_termination_message(summary.as_dict())
     finally:
         if load is not None:
-            LOG.info("%s", load.summary.line())
-            load.close()
+            LOG.info("%s: %s", JOB, load.summary.line())
+        backend.close()
     return 0
 
 

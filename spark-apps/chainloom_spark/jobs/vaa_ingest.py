@@ -28,7 +28,6 @@ import argparse
 import logging
 import os
 import socket
-import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator
@@ -69,13 +68,14 @@ from chainloom.wormhole.errors import (
 from chainloom.wormhole.payloads import AssetMeta, decode_payload
 from chainloom_spark.dead_letter import SCHEMA_DDL, write_dead_letter
 from chainloom_spark.errors import JobArgumentError, JobInputError, SinkUnavailableError
+from chainloom_spark.progress import Progress, ProgressCounters
 from chainloom_spark.runner import run_table_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
 from chainloom_spark.summary import MAX_PRINTED, UNKNOWN_CHAIN, ChainCounts, JobSummary
 
 if TYPE_CHECKING:
-    from pyspark import Accumulator, Broadcast
+    from pyspark import Broadcast
     from pyspark.sql import DataFrame, SparkSession
 
 JOB = "vaa-ingest"
@@ -279,8 +279,8 @@ class PartitionContext:
     """The guardian sets, broadcast once."""
     writer: WriterConfig
     """Flush size, write concurrency and retries of each partition's writer."""
-    progress: tuple[Accumulator[int], Accumulator[int], Accumulator[int]]
-    """(read, written, refused), for the driver's progress lines."""
+    progress: ProgressCounters
+    """Read, written and refused, for the driver's progress lines."""
 
 
 _SIGNATURE_CACHE: SignatureCache | None = None
@@ -450,10 +450,7 @@ def ingest_partition(
     except (StoreUnavailableError, TableMissingError) as error:
         raise SinkUnavailableError(str(error)) from error
     finally:
-        for accumulator, value in zip(
-            context.progress, (tally.read, tally.written, tally.refused), strict=True
-        ):
-            accumulator.add(value)
+        context.progress.add(read=tally.read, written=tally.written, refused=tally.refused)
     for chain, chain_counts in tally.counts.items():
         yield ("counts", chain, chain_counts.as_dict(), None, None, None)
     for message_id, digest in conflicts:
@@ -492,37 +489,6 @@ def read_input(spark: SparkSession, plan: IngestPlan) -> DataFrame:
         raise JobInputError(f"--input {plan.input}: {str(error).splitlines()[0]}") from None
 
 
-class Progress:
-    """A driver thread logging records read, written and refused, and the rate."""
-
-    def __init__(self, accumulators: tuple[Accumulator[int], ...], interval: float) -> None:
-        self.accumulators = accumulators
-        self.interval = interval
-        self.started = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
-
-    def line(self) -> str:
-        read, written, refused = (a.value for a in self.accumulators)
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        return (
-            f"{JOB}: read {read}, written {written}, refused {refused}, "
-            f"{read / elapsed:,.0f} records/s ({elapsed:.1f} s)"
-        )
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            _log.info(self.line())
-
-    def __enter__(self) -> Progress:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def run(plan: IngestPlan) -> JobSummary:
     """Run the job as resolved by :func:`resolve`; the summary (also written, if asked)."""
     from pyspark import StorageLevel
@@ -539,7 +505,7 @@ def run(plan: IngestPlan) -> JobSummary:
         if plan.partitions or rows.getNumPartitions() < wanted:
             rows = rows.repartition(wanted)
         rows.persist(StorageLevel.MEMORY_AND_DISK)  # read (and shuffled) once for both passes
-        accumulators = (context.accumulator(0), context.accumulator(0), context.accumulator(0))
+        counters = ProgressCounters.create(context)
         task_context = PartitionContext(
             location=plan.location,
             emulator_host=os.environ.get(EMULATOR_ENV),
@@ -549,7 +515,7 @@ def run(plan: IngestPlan) -> JobSummary:
                 conditional_workers=settings.writer.conditional_workers,
                 max_attempts=settings.writer.max_attempts,
             ),
-            progress=accumulators,
+            progress=counters,
         )
         _log.info("%s: reading %s (%s) into %s", JOB, plan.input, plan.format,
                   plan.location.table)  # fmt: skip
@@ -557,7 +523,7 @@ def run(plan: IngestPlan) -> JobSummary:
         # so enrichment never depends on which partition ran first, and a rerun writes nothing.
         reports: list[Result] = []
         passes = []
-        with Progress(accumulators, settings.progress_interval) as progress:
+        with Progress(JOB, counters, settings.progress_interval):
             for phase in (ASSETS, REST):
                 results = rows.mapPartitions(partial(ingest_partition, task_context, phase))
                 results.persist(StorageLevel.MEMORY_AND_DISK)
@@ -567,7 +533,6 @@ def run(plan: IngestPlan) -> JobSummary:
                     _reraise_input_error(error, plan.input)
                     raise
                 passes.append(results)
-            _log.info(progress.line())
         refused = context.union(passes).filter(lambda row: row[0] == "refused")
         summary = JobSummary(JOB)
         summary.merge_counts((row[1], row[2]) for row in reports if row[0] == "counts")

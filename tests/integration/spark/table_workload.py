@@ -215,6 +215,22 @@ def populate(
     return workload
 
 
+def populate_transfers(table: str, count: int) -> Workload:
+    """A fresh ``table`` holding WETH's attestation and ``count`` WETH transfers on day 1
+    without a notional (stored without a price source): enrich writes every one of them.
+    Signed by a one-guardian dev set (under index DEV_SET), so it is quick to make."""
+    guardians = DevGuardians(count=1)
+    sets = GuardianSets.mainnet().with_set(guardians.guardian_set(DEV_SET))
+    location = locate(EventStoreSettings(bigtable=BigtableSettings(table=table)))
+    ensure_schema(location)
+    workload = Workload(location, sets)
+    craft = _Crafter(guardians)
+    _write(workload, [craft.sign(WETH.chain, DAY1 - 60, attestation(WETH))])
+    _write(workload, [craft.sign(5 + k % 3, DAY1 + 30 * k, transfer(WETH, 10**8 * (k + 1), 4))
+                      for k in range(count)])  # fmt: skip
+    return workload
+
+
 # ----------------------------------------------------------------------------- expectations
 
 

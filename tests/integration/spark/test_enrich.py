@@ -9,6 +9,7 @@ second run must write nothing.
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -27,6 +28,7 @@ from chainloom.eventstore.service import locate
 from chainloom.settings import BigtableSettings
 from chainloom.wormhole import chain_name
 from chainloom_spark.jobs import enrich
+from tests.integration.spark.job_process import kill_when, spark_job
 from tests.integration.spark.table_workload import (
     COIN_IDS_CSV,
     PRICES,
@@ -35,6 +37,7 @@ from tests.integration.spark.table_workload import (
     notional,
     payload_of,
     populate,
+    populate_transfers,
     row_key,
     timestamp_of,
     utc_day,
@@ -217,3 +220,45 @@ def test_bad_prices_are_one_line_and_exit_2(spark, bigtable_table_name, tmp_path
     code, output = _run(["--table", "no-such-table", "--prices", str(bad)], capsys)
     assert code == 2, output
     assert "does not exist" in output, output
+
+
+def _priced(workload: Workload) -> int:
+    """Rows whose TokenTransferDetails carry a NotionalUSD."""
+    return sum(
+        1
+        for row in _stored(workload).values()
+        if "NotionalUSD" in row.get(TOKEN_TRANSFER_DETAILS, {})
+    )
+
+
+@pytest.mark.slow
+def test_a_killed_job_rerun_equals_a_clean_run(spark, bigtable_emulator, prices, tmp_path, capsys):
+    """SIGKILL the driver while it writes details, run again: the table equals a clean run's
+    on the same rows, cell for cell."""
+    count = 600
+    killed = populate_transfers(f"enrich-killed-{uuid.uuid4().hex[:8]}", count)
+    clean = populate_transfers(f"enrich-clean-{uuid.uuid4().hex[:8]}", count)
+    assert _stored(killed) == _stored(clean)
+    assert _priced(killed) == 0
+    common = ["--prices", str(prices[0])]
+    log = tmp_path / "killed.log"
+    # Small batches: the details reach the table a few rows at a time.
+    env = {"BIGTABLE_EMULATOR_HOST": bigtable_emulator, "CHAINLOOM_WRITER__FLUSH_ROWS": "5"}
+    argv = ["--master", "local[2]", *common, "--table", killed.location.table]
+    with spark_job("enrich", argv, log, env) as driver:
+        kill_when(driver, "enrich", log, lambda: _priced(killed) >= 10)
+    partial = _priced(killed)
+    assert 10 <= partial < count, "the job was not killed mid-write"
+
+    summary = tmp_path / "rerun.json"
+    code, output = _run([*common, "--table", killed.location.table, "--summary", str(summary)],
+                        capsys)  # fmt: skip
+    assert code == 0, output
+    rerun = json.loads(summary.read_text())
+    # Writes the emulator had received before the kill may land after they were counted.
+    assert 0 < rerun["enriched"] <= count - partial
+    assert rerun["enriched"] + rerun["already_enriched"] == count
+    code, output = _run([*common, "--table", clean.location.table], capsys)
+    assert code == 0, output
+    assert _priced(killed) == count
+    assert _stored(killed) == _stored(clean)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from collections import Counter, defaultdict
 from decimal import Decimal
 from pathlib import Path
@@ -25,6 +26,7 @@ from chainloom.eventstore.schema import (
 )
 from chainloom.wormhole import chain_name
 from chainloom_spark.jobs import export
+from tests.integration.spark.job_process import kill_when, spark_job
 from tests.integration.spark.table_workload import populate, row_key, timestamp_of, utc_day
 
 
@@ -135,3 +137,38 @@ def test_an_unwritable_output_is_one_line_and_exit_2(bigtable_table_name, tmp_pa
     code, text = _run(["--table", bigtable_table_name, "--output", str(blocker / "lake")], capsys)
     assert code == 2
     assert text.strip().splitlines()[-1].startswith(f"error: --output {blocker / 'lake'}: ")
+
+
+def _parquet_files(root: Path) -> list[str]:
+    """Every Parquet file under ``root``, Spark's hidden staging directories included."""
+    return [name for _, _, files in os.walk(root) for name in files if name.endswith(".parquet")]
+
+
+def _sorted_rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
+    return sorted((tuple(row) for row in _read(spark, path)), key=repr)
+
+
+@pytest.mark.slow
+def test_a_killed_job_rerun_equals_a_clean_run(
+    spark, bigtable_emulator, bigtable_table_name, vaa_vectors, tmp_path, capsys
+):
+    """SIGKILL the driver once it writes Parquet files, run again into the same output: both
+    datasets equal a clean run's, no row lost or twice."""
+    workload = populate(bigtable_table_name, vaa_vectors, tmp_path, enrich_at_ingest=True)
+    with BigtableTables(workload.location) as tables:
+        rows = sum(1 for _ in tables.scan_events([("", "")], end_inclusive=False))
+    output, reference = tmp_path / "lake", tmp_path / "reference"
+    log = tmp_path / "killed.log"
+    argv = ["--master", "local[2]", "--table", bigtable_table_name, "--output", str(output)]
+    with spark_job("export", argv, log, {"BIGTABLE_EMULATOR_HOST": bigtable_emulator}) as driver:
+        kill_when(driver, "export", log, lambda: bool(_parquet_files(output)))
+    assert not (output / "daily" / "_SUCCESS").exists(), "the job was not killed mid-write"
+
+    code, text = _run(["--table", bigtable_table_name, "--output", str(output)], capsys)
+    assert code == 0, text
+    code, text = _run(["--table", bigtable_table_name, "--output", str(reference)], capsys)
+    assert code == 0, text
+    events = _sorted_rows(spark, output / "events")
+    assert len(events) == rows
+    assert events == _sorted_rows(spark, reference / "events")
+    assert _sorted_rows(spark, output / "daily") == _sorted_rows(spark, reference / "daily")

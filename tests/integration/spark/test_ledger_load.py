@@ -9,10 +9,7 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +19,8 @@ from chainloom.ledger.cassandra import TABLE_NAMES
 from chainloom.ledger.etl import LedgerEtl
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.file import FileLedgerSource
-from chainloom_spark.jobs.ledger_load import main
+from chainloom_spark.jobs.ledger_load import JOB, main
+from tests.integration.spark.job_process import log_tail, progress_lines, spark_job
 from tests.ledger_support import FIRST, Tables, differences, generate_dump
 
 if TYPE_CHECKING:
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
 
 LEDGERS = 30
 TXS = 20
-REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +126,7 @@ def test_cassandra_a_killed_job_rerun_stores_what_the_sequential_etl_stores(
     dump: Path,
     cassandra_address: tuple[str, int],
     cassandra_keyspace: str,
+    tmp_path: Path,
 ) -> None:
     """The job's driver is killed (SIGKILL) mid-load: every committed ledger is whole at each
     look; a rerun completes the load, and every table equals the sequential ETL's."""
@@ -157,10 +155,11 @@ def test_cassandra_a_killed_job_rerun_stores_what_the_sequential_etl_stores(
     try:
         session = cluster.connect()
         checked: list[int] = []
-        with _job_process([*argv, "--master", "local[2]", "--batch", "4"]) as job:
-            deadline = time.monotonic() + 180
-            while not checked or checked[-1] < kill_after:
-                assert job.poll() is None, (job.stderr.read() if job.stderr else b"").decode()
+        log = tmp_path / "killed.log"
+        with spark_job("ledger-load", [*argv, "--master", "local[2]", "--batch", "4"], log) as job:
+            deadline = time.monotonic() + 300
+            while not checked or checked[-1] < kill_after or not progress_lines(log, JOB):
+                assert job.poll() is None, log_tail(log)
                 assert time.monotonic() < deadline, f"the job did not reach ledger {kill_after}"
                 committed = _cassandra_committed(session, cassandra_keyspace)
                 if committed is not None and (not checked or committed > checked[-1]):
@@ -225,29 +224,6 @@ def _reference_counts(path: Path, through: int) -> dict[str, int]:
         }
 
 
-@contextlib.contextmanager
-def _job_process(argv: list[str]) -> Iterator[subprocess.Popen[bytes]]:
-    """The job as ``python -m`` in its own process group (the JVM and workers included)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        str(REPO / part) for part in ("services", "operator", "spark-apps")
-    )}  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chainloom_spark.jobs.ledger_load", *argv],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        yield process
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        if process.stderr:
-            process.stderr.close()
-
-
 def test_a_job_killed_mid_write_never_shows_a_partial_ledger_and_a_rerun_completes_it(
     spark: SparkSession, dump: Path, etl_sqlite: Path, tmp_path: Path
 ) -> None:
@@ -255,10 +231,12 @@ def test_a_job_killed_mid_write_never_shows_a_partial_ledger_and_a_rerun_complet
     argv = ["--input", str(dump), "--backend", "sqlite", "--sqlite", str(target)]
     kill_after = FIRST + 8
     seen: list[int] = []
-    with _job_process([*argv, "--master", "local[2]", "--partitions", "2", "--batch", "4"]) as job:
-        deadline = time.monotonic() + 120
-        while not seen or seen[-1] < kill_after:
-            assert job.poll() is None, (job.stderr.read() if job.stderr else b"").decode()
+    log = tmp_path / "killed.log"
+    argv_killed = [*argv, "--master", "local[2]", "--partitions", "2", "--batch", "4"]
+    with spark_job("ledger-load", argv_killed, log) as job:
+        deadline = time.monotonic() + 300  # the JVM alone may take minutes on a loaded machine
+        while not seen or seen[-1] < kill_after or not progress_lines(log, JOB):
+            assert job.poll() is None, log_tail(log)
             assert time.monotonic() < deadline, f"the job did not reach ledger {kill_after}"
             if target.exists():
                 with (

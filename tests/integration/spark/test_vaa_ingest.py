@@ -25,6 +25,7 @@ from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.testing.vaa_workload import Mix, generate_vaas
 from chainloom.wormhole import GuardianSets, parse_vaa
 from chainloom_spark.jobs import vaa_ingest
+from tests.integration.spark.job_process import kill_when, spark_job
 
 DEV_SET = 100
 TX_ID = "0x" + "ab" * 32
@@ -229,8 +230,6 @@ def test_a_killed_job_rerun_equals_a_clean_run(spark, bigtable_emulator, tmp_pat
     Each message appears once in the input (no repeats, no conflicts), so the stored cells do
     not depend on arrival order and the two tables can be compared exactly.
     """
-    import signal
-    import time
     import uuid
 
     guardians = DevGuardians()
@@ -241,21 +240,12 @@ def test_a_killed_job_rerun_equals_a_clean_run(spark, bigtable_emulator, tmp_pat
     common = ["--input", str(path), "--guardian-set", "dev", "--partitions", "4"]
     # Small flushes, so the kill lands between writes of the second pass (transfers), not
     # only after the first (attestations).
-    env = os.environ | {
-        "BIGTABLE_EMULATOR_HOST": bigtable_emulator,
-        "CHAINLOOM_WRITER__FLUSH_ROWS": "20",
-    }
-    with subprocess.Popen(
-        [sys.executable, "-m", "chainloom", "spark", "run", "vaa-ingest", "--master", "local[2]",
-         *common, "--table", killed],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
-    ) as driver:  # fmt: skip
-        deadline = time.monotonic() + 300
+    env = {"BIGTABLE_EMULATOR_HOST": bigtable_emulator, "CHAINLOOM_WRITER__FLUSH_ROWS": "20"}
+    log = tmp_path / "killed.log"
+    with spark_job("vaa-ingest", ["--master", "local[2]", *common, "--table", killed], log,
+                   env) as driver:  # fmt: skip
         # Killed early (a loaded machine can write hundreds of rows while one count runs).
-        while _rows(killed) < 60 and driver.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        os.killpg(driver.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
-        driver.wait(timeout=60)
+        kill_when(driver, "vaa-ingest", log, lambda: _rows(killed) >= 60)
     partial_rows = _rows(killed)
     assert 60 <= partial_rows < len(vaas), "the job was not killed mid-write"
 

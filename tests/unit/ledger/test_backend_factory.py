@@ -156,6 +156,10 @@ def test_read_only_sqlite_reads_but_refuses_writes(tmp_path):
         make_backend(
             {"type": "sqlite", "sqlite": {"path": str(tmp_path / "none.db")}, "read_only": True}
         )
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(DatabaseFileError, match="cannot open the SQLite ledger database"):
+        make_backend({"type": "sqlite", "sqlite": {"path": str(blocker / "l.db")}})
 
 
 def test_write_batch_size_must_be_positive():
