@@ -33,6 +33,7 @@ from chainloom.stack.components.kubernetes import (
     Kwok,
 )
 from chainloom.stack.components.node import ApiserverRelay, Containerd, Kubelet, KubeProxy
+from chainloom.stack.components.otel import OtelCollector
 from chainloom.stack.components.redis import Redis
 from chainloom.stack.errors import StackError, UnknownComponentError
 
@@ -40,6 +41,7 @@ _COMPONENTS: tuple[Component, ...] = (
     Redis(),
     BigtableEmulator(),
     Cassandra(),
+    OtelCollector(),
     Kubectl(),
     Helm(),
     Etcd(),
@@ -135,6 +137,7 @@ def resolve(names: Iterable[str], *, full: bool = False, node: bool = False) -> 
         add(name)
     if full:
         add("full")
+        add("otel")
     if node:
         add("node")
     return [component.name for component in _COMPONENTS if component.name in wanted]
