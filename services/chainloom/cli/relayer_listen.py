@@ -36,6 +36,7 @@ def listen(**options: Any) -> None:
     from chainloom.relayer.errors import RelayerError
     from chainloom.relayer.listener import Listener
     from chainloom.relayer.service import run_listener
+    from chainloom.telemetry import configure_logging
     from chainloom.testing.sim_chains import simulated_adapters
 
     flags = {
@@ -50,6 +51,7 @@ def listen(**options: Any) -> None:
     settings = load_or_exit(RelayerSettings, options["config_path"], flags)
     if options["no_spy"]:
         settings = settings.model_copy(update={"spy_address": None})
+    configure_logging(settings.telemetry.log_format)
 
     def started(listener: Listener) -> None:
         if listener.rest is not None:
