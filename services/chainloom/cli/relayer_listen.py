@@ -8,6 +8,7 @@ the top layer, and calls :func:`chainloom.relayer.service.run_listener`.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import click
@@ -51,7 +52,8 @@ def listen(**options: Any) -> None:
     settings = load_or_exit(RelayerSettings, options["config_path"], flags)
     if options["no_spy"]:
         settings = settings.model_copy(update={"spy_address": None})
-    configure_logging(settings.telemetry.log_format)
+    # Warnings only, as before: the first stderr line stays the "REST on" line scripts read.
+    configure_logging(settings.telemetry.log_format, logging.WARNING)
 
     def started(listener: Listener) -> None:
         if listener.rest is not None:
