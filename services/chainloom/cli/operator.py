@@ -68,10 +68,9 @@ def crds(directories: tuple[Path, ...], check: bool) -> None:
               help="Seconds between BackendTable schema checks (recheck_interval).")  # fmt: skip
 def run(kubeconfig: str | None, namespaces: tuple[str, ...], **options: Any) -> None:
     """Run the operator against the current kubeconfig until SIGINT or SIGTERM."""
+    from chainloom.telemetry import configure_logging
     from chainloom_operator.config import OperatorSettings
     from chainloom_operator.runner import run as run_operator
-
-    from chainloom.telemetry import configure_logging
 
     flags = {
         "namespaces": list(namespaces) or None,
