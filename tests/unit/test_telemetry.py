@@ -31,16 +31,31 @@ def test_off_installs_no_provider() -> None:
 
 def test_traceparent_round_trip_continues_the_same_trace() -> None:
     tracer = TracerProvider().get_tracer("test")
-    assert telemetry.current_traceparent() is None  # nothing is being traced
-    with tracer.start_as_current_span("parent") as parent:
-        traceparent = telemetry.current_traceparent()
-    assert traceparent is not None
-    assert traceparent.startswith("00-" + format(parent.get_span_context().trace_id, "032x"))
-    with tracer.start_as_current_span(
-        "child", context=telemetry.context_from(traceparent)
-    ) as child:
-        assert child.get_span_context().trace_id == parent.get_span_context().trace_id
-    assert telemetry.context_from(None) is None
+    with tracer.start_as_current_span("untraced"):
+        assert telemetry.current_traceparent() is None  # tracing is off: nothing is carried
+    telemetry.enable_tracing()
+    try:
+        assert telemetry.current_traceparent() is None  # no current span
+        with telemetry.start_span(tracer, "parent") as parent:
+            traceparent = telemetry.current_traceparent()
+        assert traceparent is not None
+        trace_id = parent.get_span_context().trace_id
+        assert traceparent.startswith("00-" + format(trace_id, "032x"))
+        child_context = telemetry.context_from(traceparent)
+        with telemetry.start_span(tracer, "child", context=child_context) as child:
+            assert child.get_span_context().trace_id == trace_id
+        assert telemetry.context_from(None) is None
+    finally:
+        telemetry.enable_tracing(False)
+
+
+def test_spans_cost_nothing_while_tracing_is_off() -> None:
+    tracer = TracerProvider().get_tracer("test")
+    first = telemetry.start_span(tracer, "a")
+    assert first is telemetry.start_span(tracer, "b")  # one shared do-nothing context
+    with first as span:
+        assert not span.is_recording()
+        span.set_attribute("chainloom.digest", "0x00")  # accepted and dropped
 
 
 def test_json_log_lines_carry_trace_and_span_ids() -> None:

@@ -44,6 +44,7 @@ from google.cloud.bigtable.data.exceptions import RetryExceptionGroup
 from google.cloud.bigtable_admin_v2.types import Table
 from opentelemetry import trace
 
+from chainloom import telemetry
 from chainloom.eventstore import schema
 from chainloom.eventstore.cells import Cell
 from chainloom.eventstore.errors import (
@@ -447,7 +448,7 @@ class BigtableTables:
         not an outage) is raised only after every call already issued has finished, and no
         further call is issued after a failure.
         """
-        with _tracer.start_as_current_span("eventstore.check_and_mutate") as span:
+        with telemetry.start_span(_tracer, "eventstore.check_and_mutate") as span:
             results = self._write_many_if_unsigned(rows, in_flight, timeout)
             span.set_attributes(
                 {"chainloom.rows": len(results), "chainloom.lost_races": results.count(False)}

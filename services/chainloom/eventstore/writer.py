@@ -41,6 +41,7 @@ from typing import Any
 
 from opentelemetry import metrics, trace
 
+from chainloom import telemetry
 from chainloom.backoff import Backoff
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.bigtable import BigtableTables
@@ -344,7 +345,7 @@ class EventWriter:
         while self._queue:
             rounds += 1
             batch = self._queue[: self.config.flush_rows]
-            with _tracer.start_as_current_span("eventstore.write_batch") as span:
+            with telemetry.start_span(_tracer, "eventstore.write_batch") as span:
                 written, retry = self._with_retries(
                     partial(self._write_batch, batch), self._pending_count
                 )

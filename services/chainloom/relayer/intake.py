@@ -136,8 +136,8 @@ class Intake:
 
     def submit(self, data: bytes, *, source: str = "rest") -> IntakeResult:
         """Decide one VAA (blocking: Redis, and maybe the chain adapter)."""
-        with _tracer.start_as_current_span(
-            "relayer.receive", attributes={"chainloom.source": source}
+        with telemetry.start_span(
+            _tracer, "relayer.receive", attributes={"chainloom.source": source}
         ) as span:
             try:
                 result = self._decide(data)
@@ -149,7 +149,7 @@ class Intake:
         return result
 
     def _decide(self, data: bytes) -> IntakeResult:
-        with _tracer.start_as_current_span("relayer.validate") as span:
+        with telemetry.start_span(_tracer, "relayer.validate") as span:
             checked = self.validator.check(data)
             if span.is_recording() and not isinstance(checked, Accepted):
                 span.set_attribute("chainloom.rule", checked.rule.value)
@@ -202,7 +202,7 @@ class Intake:
             enqueued_at=self.clock(),
             traceparent=telemetry.current_traceparent(),
         )
-        with _tracer.start_as_current_span("relayer.enqueue"):
+        with telemetry.start_span(_tracer, "relayer.enqueue"):
             enqueued = self.tables.enqueue(request)
         if not enqueued.accepted:
             counters.rejected(Rule.NOT_QUEUED)

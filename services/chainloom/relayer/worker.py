@@ -379,8 +379,8 @@ class Worker:
         if self._lease_lost.is_set():
             self._recover = True
             raise LeaseLostError(f"worker {self.worker_id} lost its lease; not submitting")
-        with _tracer.start_as_current_span(
-            "relayer.attempt", context=telemetry.context_from(request.traceparent)
+        with telemetry.start_span(
+            _tracer, "relayer.attempt", context=telemetry.context_from(request.traceparent)
         ) as span:
             if span.is_recording():
                 span.set_attributes(_request_attributes(request))
@@ -391,7 +391,7 @@ class Worker:
 
     def _decide(self, request: RelayRequest) -> Move:
         try:
-            with _tracer.start_as_current_span("relayer.redeemed_check") as span:
+            with telemetry.start_span(_tracer, "relayer.redeemed_check") as span:
                 redeemed = self.adapter.is_redeemed(request.vaa)
                 span.set_attribute("chainloom.redeemed", redeemed)
             if redeemed:
@@ -404,7 +404,7 @@ class Worker:
                 )
             started = time.monotonic()
             try:
-                with _tracer.start_as_current_span("relayer.submit"):
+                with telemetry.start_span(_tracer, "relayer.submit"):
                     submission_id = self.adapter.submit(request.vaa, self.wallet)
             finally:
                 _submit_duration.record(
@@ -463,8 +463,8 @@ class Worker:
             if request.submission_id is None:  # cannot happen: recorded by the same move
                 logger.error("pending request %s has no submission id", request.digest)
                 continue
-            with _tracer.start_as_current_span(
-                "relayer.confirm", context=telemetry.context_from(request.traceparent)
+            with telemetry.start_span(
+                _tracer, "relayer.confirm", context=telemetry.context_from(request.traceparent)
             ) as span:
                 try:
                     state = self.adapter.finality(request.submission_id)
@@ -563,7 +563,7 @@ def _record(move: Move, chain_id: int) -> None:
     elif outcome == "retry":
         _retries.add(1, labels)
     parent = telemetry.context_from(move.request.traceparent)
-    with _tracer.start_as_current_span("relayer.record", context=parent) as span:
+    with telemetry.start_span(_tracer, "relayer.record", context=parent) as span:
         if span.is_recording():
             span.set_attributes(_request_attributes(move.request))
             span.set_attribute("chainloom.outcome", outcome)
