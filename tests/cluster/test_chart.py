@@ -3,6 +3,7 @@ accepted by the real API server, and installs, upgrades and uninstalls (CRDs kep
 
 from __future__ import annotations
 
+import json
 import subprocess
 from typing import Any
 
@@ -125,3 +126,42 @@ def test_install_upgrade_uninstall_keeps_the_crds(
     names = {item["metadata"]["name"] for item in crds["items"]}
     assert {"relayerpools.chainloom.io", "backendtables.chainloom.io",
             "ingestpipelines.chainloom.io"} <= names  # fmt: skip
+
+
+def test_collector_endpoint_and_grafana_dashboard_are_optional(
+    kubeconfig: str, kube_namespace: str
+) -> None:
+    _, plain = _render(kubeconfig, kube_namespace)
+    assert "chainloom-overview" not in json.dumps(plain)
+    operator = next(doc for doc in plain if doc["kind"] == "Deployment")
+    env = {
+        e["name"]: e.get("value")
+        for e in operator["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in env
+    assert env["CHAINLOOM_TELEMETRY__LOG_FORMAT"] == "text"
+    _, observed = _render(
+        kubeconfig, kube_namespace,
+        "telemetry.otlpEndpoint=http://otel-collector:4318",
+        "telemetry.logFormat=json",
+        "grafanaDashboard.enabled=true",
+    )  # fmt: skip
+    operator = next(doc for doc in observed if doc["kind"] == "Deployment")
+    env = {
+        e["name"]: e.get("value")
+        for e in operator["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
+    assert env["CHAINLOOM_TELEMETRY__LOG_FORMAT"] == "json"
+    board = next(
+        doc for doc in observed if doc["kind"] == "ConfigMap" and "chainloom.json" in doc["data"]
+    )
+    assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads(board["data"]["chainloom.json"])
+    exprs = " ".join(t["expr"] for panel in dashboard["panels"] for t in panel["targets"])
+    # The dashboard reads the documented metrics of both services.
+    documented = (REPO_ROOT / "docs" / "observability.md").read_text()
+    for name in ("chainloom_listener_outcomes_total", "chainloom_relayer_queue_depth"):
+        assert name in exprs
+        assert name in documented
+    assert "chainloom_indexer_lag_seconds" in exprs

@@ -13,7 +13,6 @@ from tests.conftest import REPO_ROOT
 EXTRA_ONLY = {
     "operator": {"kopf", "kubernetes"},
     "spark": {"pyspark"},
-    "otel": {"opentelemetry-api", "opentelemetry-sdk"},
 }
 """Packages the library does not import, by the extra that installs them."""
 
@@ -77,7 +76,7 @@ def test_parts_the_library_does_not_import_are_extras() -> None:
 
 
 def test_the_library_imports_no_package_of_an_extra() -> None:
-    modules = {"kopf", "kubernetes", "pyspark", "opentelemetry"}
+    modules = {"kopf", "kubernetes", "pyspark"}
     found = []
     for path in (REPO_ROOT / "services" / "chainloom").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

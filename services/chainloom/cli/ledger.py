@@ -161,6 +161,7 @@ def load(
     """Load a ledger dump (or a gRPC source) into the backend, resuming where it stopped."""
     from chainloom.ledger.errors import LedgerInputError
     from chainloom.ledger.etl import LedgerEtl, LedgerSource
+    from chainloom.telemetry import setup as setup_telemetry
 
     source: LedgerSource
     if (dump is None) == (grpc_address is None):
@@ -191,12 +192,14 @@ def load(
         )
 
     backend = _open_backend(options, read_only=False)
+    observed = setup_telemetry("chainloom-ledger-etl")  # OTEL_* decides; off by default
     try:
         etl = LedgerEtl(backend, source, on_progress=report, verify_state=verify_state)
         summary = etl.run(stop=stop, follow=follow)
     finally:
         backend.close()
         source.close()
+        observed.shutdown()
     data = {
         "first_committed": summary.first_committed,
         "last_committed": summary.last_committed,

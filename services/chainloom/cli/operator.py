@@ -68,12 +68,10 @@ def crds(directories: tuple[Path, ...], check: bool) -> None:
               help="Seconds between BackendTable schema checks (recheck_interval).")  # fmt: skip
 def run(kubeconfig: str | None, namespaces: tuple[str, ...], **options: Any) -> None:
     """Run the operator against the current kubeconfig until SIGINT or SIGTERM."""
-    import logging
-
+    from chainloom.telemetry import configure_logging
     from chainloom_operator.config import OperatorSettings
     from chainloom_operator.runner import run as run_operator
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     flags = {
         "namespaces": list(namespaces) or None,
         "peering": options["peering"],
@@ -82,6 +80,7 @@ def run(kubeconfig: str | None, namespaces: tuple[str, ...], **options: Any) -> 
         "recheck_interval": options["recheck_interval"],
     }
     settings = load_or_exit(OperatorSettings, options["config_path"], flags)
+    configure_logging(settings.telemetry.log_format)
     if kubeconfig is not None:
         _check_kubeconfig(Path(kubeconfig))
     run_operator(settings, kubeconfig)

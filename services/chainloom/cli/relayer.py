@@ -111,14 +111,12 @@ def _redis_options(function: Any) -> Any:
 @_redis_options
 def work(*, chain: str, wallet_file: str, **options: Any) -> None:
     """Run one worker for {CHAIN + the wallet in WALLET_FILE} until SIGTERM or SIGINT."""
-    import logging
-
     from chainloom.relayer.errors import RelayerError
     from chainloom.relayer.service import run_worker, worker_chain
     from chainloom.relayer.wallet import Wallet
+    from chainloom.telemetry import configure_logging
     from chainloom.testing.sim_chains import simulated_adapters
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     flags = {f"worker.{name}": options[name] for name in (
         "adapter", "max_retries", "lease_ttl", "batch", "idle_sleep", "recheck", "reap_every",
         "stop_when_idle",
@@ -129,6 +127,7 @@ def work(*, chain: str, wallet_file: str, **options: Any) -> None:
         "redis.key_prefix": options["prefix"],
     }  # fmt: skip
     settings = _settings(options["config_path"], flags)
+    configure_logging(settings.telemetry.log_format)
     try:
         chain_id = worker_chain(settings, chain)
     except RelayerError as error:

@@ -8,6 +8,7 @@ the top layer, and calls :func:`chainloom.relayer.service.run_listener`.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import click
@@ -36,6 +37,7 @@ def listen(**options: Any) -> None:
     from chainloom.relayer.errors import RelayerError
     from chainloom.relayer.listener import Listener
     from chainloom.relayer.service import run_listener
+    from chainloom.telemetry import configure_logging
     from chainloom.testing.sim_chains import simulated_adapters
 
     flags = {
@@ -50,6 +52,8 @@ def listen(**options: Any) -> None:
     settings = load_or_exit(RelayerSettings, options["config_path"], flags)
     if options["no_spy"]:
         settings = settings.model_copy(update={"spy_address": None})
+    # Warnings only, as before: the first stderr line stays the "REST on" line scripts read.
+    configure_logging(settings.telemetry.log_format, logging.WARNING)
 
     def started(listener: Listener) -> None:
         if listener.rest is not None:

@@ -57,9 +57,13 @@ def stack() -> None:
     "--only",
     metavar="NAMES",
     help="Comma-separated components or groups "
-    "(redis, bigtable, cassandra, kubernetes, full, etcd, kube-apiserver, ...).",
+    "(redis, bigtable, cassandra, otel, kubernetes, full, etcd, kube-apiserver, ...).",
 )
-@click.option("--full", is_flag=True, help="Add kube-controller-manager, kube-scheduler and KWOK.")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Add kube-controller-manager, kube-scheduler, KWOK and the OpenTelemetry Collector.",
+)
 @click.option(
     "--node",
     is_flag=True,

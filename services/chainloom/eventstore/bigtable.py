@@ -42,7 +42,9 @@ from google.cloud.bigtable.data import (
 from google.cloud.bigtable.data import row_filters as rf
 from google.cloud.bigtable.data.exceptions import RetryExceptionGroup
 from google.cloud.bigtable_admin_v2.types import Table
+from opentelemetry import trace
 
+from chainloom import telemetry
 from chainloom.eventstore import schema
 from chainloom.eventstore.cells import Cell
 from chainloom.eventstore.errors import (
@@ -52,6 +54,8 @@ from chainloom.eventstore.errors import (
 )
 from chainloom.eventstore.planner import IndexEntry, RowSnapshot
 from chainloom.settings import BigtableSettings
+
+_tracer = trace.get_tracer("chainloom.eventstore.bigtable")
 
 EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
 """Set (to host:port) when the Bigtable client should talk to the emulator; read by the client."""
@@ -444,6 +448,16 @@ class BigtableTables:
         not an outage) is raised only after every call already issued has finished, and no
         further call is issued after a failure.
         """
+        with telemetry.start_span(_tracer, "eventstore.check_and_mutate") as span:
+            results = self._write_many_if_unsigned(rows, in_flight, timeout)
+            span.set_attributes(
+                {"chainloom.rows": len(results), "chainloom.lost_races": results.count(False)}
+            )
+        return results
+
+    def _write_many_if_unsigned(
+        self, rows: Sequence[tuple[str, Sequence[Cell]]], in_flight: int, timeout: float | None
+    ) -> list[bool]:
         predicate = _signed_vaa_predicate()
 
         def write(row_key: str, cells: Sequence[Cell]) -> bool:

@@ -39,6 +39,9 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
+from opentelemetry import metrics, trace
+
+from chainloom import telemetry
 from chainloom.backoff import Backoff
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.bigtable import BigtableTables
@@ -342,15 +345,21 @@ class EventWriter:
         while self._queue:
             rounds += 1
             batch = self._queue[: self.config.flush_rows]
-            written, retry = self._with_retries(
-                partial(self._write_batch, batch), self._pending_count
-            )
+            with telemetry.start_span(_tracer, "eventstore.write_batch") as span:
+                written, retry = self._with_retries(
+                    partial(self._write_batch, batch), self._pending_count
+                )
+                span.set_attributes(
+                    {"chainloom.rows": len(batch), "chainloom.written": len(written),
+                     "chainloom.retried": len(retry)}
+                )  # fmt: skip
             retry_ids = {id(item) for item in retry}
             self._queue = [item for item in batch if id(item) in retry_ids] + self._queue[
                 len(batch) :
             ]
             for item, plan in written:
                 self.summary.count(plan, item.vaa.message_id)
+                _rows.add(1, {"chainloom.outcome": plan.outcome.value})
                 done.append(plan)
             if rounds > 1000:  # pragma: no cover - a livelock guard, never expected
                 raise RuntimeError("event writer made no progress")
@@ -529,6 +538,14 @@ class EventWriter:
 
 
 _MIN_CALL_SECONDS = 0.5
+
+_tracer = trace.get_tracer("chainloom.eventstore.writer")
+_rows = metrics.get_meter("chainloom.eventstore.writer").create_counter(
+    "chainloom.eventstore.rows",
+    unit="{row}",
+    description="Inputs written to the events table, by outcome (new, updated, unchanged, "
+    "conflicting: a different digest for a stored message id).",
+)
 """The least time a call is given, so the last attempt before the deadline is a real one."""
 
 

@@ -27,6 +27,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from opentelemetry import metrics, trace
+
+from chainloom import telemetry
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.errors import (
     LedgerError,
@@ -70,6 +73,29 @@ per transaction, the ``account_tx`` rows, the NFT changes per NFT transaction.""
 
 PAGE_SIZE = 2048
 """Objects per page when the tracker is rebuilt from stored state."""
+
+# Telemetry (docs/observability.md); no-ops unless the process called chainloom.telemetry.setup().
+_tracer = trace.get_tracer("chainloom.ledger.etl")
+_meter = metrics.get_meter("chainloom.ledger.etl")
+_ledgers = _meter.create_counter(
+    "chainloom.ledger.etl.ledgers", unit="{ledger}", description="Ledgers committed (fenced)."
+)
+_last_validated = _meter.create_gauge(
+    "chainloom.ledger.etl.last_validated",
+    unit="{ledger}",
+    description="Sequence of the last ledger committed: the store's validated range ends here.",
+)
+_lag = _meter.create_gauge(
+    "chainloom.ledger.etl.lag",
+    unit="{ledger}",
+    description="Ledgers the source has validated beyond the last one committed.",
+)
+
+
+def _at(ledger: int | PreparedLedger) -> dict[str, int]:
+    """The span attribute naming a ledger."""
+    sequence = ledger if isinstance(ledger, int) else ledger.header.sequence
+    return {"chainloom.ledger": sequence}
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +283,8 @@ class LedgerEtl:
                 if stop is not None and sequence > stop:
                     summary.stopped_because = "reached stop"
                     break
-                ledger = self._source.fetch_diff(sequence)
+                with telemetry.start_span(_tracer, "ledger.fetch", attributes=_at(sequence)):
+                    ledger = self._source.fetch_diff(sequence)
                 if ledger is None:
                     done, pending = pending, None
                     if not self._settle(summary, done, started):
@@ -267,7 +294,8 @@ class LedgerEtl:
                         break
                     time.sleep(poll)
                     continue
-                prepared = self._prepare_next(ledger, sequence)
+                with telemetry.start_span(_tracer, "ledger.verify", attributes=_at(sequence)):
+                    prepared = self._prepare_next(ledger, sequence)
                 done, pending = pending, None
                 if not self._settle(summary, done, started):
                     return summary
@@ -313,8 +341,12 @@ class LedgerEtl:
         summary.last_committed = sequence
         summary.ledgers += 1
         summary.seconds = time.monotonic() - started
+        _ledgers.add(1)
+        _last_validated.set(sequence)
         if self._on_progress is not None:
             latest = self._source.latest_sequence()
+            if latest is not None:
+                _lag.set(max(latest - sequence, 0))
             self._on_progress(
                 Progress(
                     sequence=sequence,
@@ -389,7 +421,8 @@ class LedgerEtl:
     def _write(self, prepared: PreparedLedger) -> None:
         """Issue every row of a ledger in Clio's order (a backend may still be sending them)."""
         try:
-            write_rows(self._backend, prepared)
+            with telemetry.start_span(_tracer, "ledger.write", attributes=_at(prepared)):
+                write_rows(self._backend, prepared)
         except BaseException:
             self._forget()
             raise
@@ -397,7 +430,8 @@ class LedgerEtl:
     def _finish(self, prepared: PreparedLedger) -> bool:
         """Wait for the ledger's writes and move the range; False on a write conflict."""
         try:
-            return self._backend.finish_writes(prepared.header.sequence)
+            with telemetry.start_span(_tracer, "ledger.fence", attributes=_at(prepared)):
+                return self._backend.finish_writes(prepared.header.sequence)
         except BaseException:
             self._forget()
             raise

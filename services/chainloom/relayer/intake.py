@@ -16,6 +16,10 @@ Why it is shaped this way:
   decides. Without an adapter the enqueue is the only Redis call (the worker checks
   redemption again before submitting anyway).
 * It is blocking (Redis, signature checks): the listener runs it in a thread pool.
+* Each VAA is one trace (``relayer.receive`` with ``relayer.validate`` and ``relayer.enqueue``
+  under it; docs/observability.md): the W3C ``traceparent`` of the receipt is stored in the
+  queued request, and the worker continues the same trace. With tracing off the spans are the
+  API's no-op ones.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import trace
+
+from chainloom import telemetry
 from chainloom.relayer.errors import TablesUnavailableError
 from chainloom.relayer.model import RelayRequest
 from chainloom.relayer.validation import Accepted, Rule, RuleCounters, Validator
@@ -34,6 +41,8 @@ from chainloom.relayer.validation import Accepted, Rule, RuleCounters, Validator
 if TYPE_CHECKING:
     from chainloom.relayer.adapters import ChainAdapter
     from chainloom.relayer.tables import RelayTables
+
+_tracer = trace.get_tracer("chainloom.relayer.intake")
 
 
 class Outcome(enum.Enum):
@@ -127,15 +136,23 @@ class Intake:
 
     def submit(self, data: bytes, *, source: str = "rest") -> IntakeResult:
         """Decide one VAA (blocking: Redis, and maybe the chain adapter)."""
-        try:
-            result = self._decide(data)
-        except TablesUnavailableError as error:
-            result = IntakeResult(Outcome.UNAVAILABLE, reason=f"redis unavailable: {error}")
-        self.counters.record(source, result.outcome)
+        with telemetry.start_span(
+            _tracer, "relayer.receive", attributes={"chainloom.source": source}
+        ) as span:
+            try:
+                result = self._decide(data)
+            except TablesUnavailableError as error:
+                result = IntakeResult(Outcome.UNAVAILABLE, reason=f"redis unavailable: {error}")
+            self.counters.record(source, result.outcome)
+            if span.is_recording():
+                span.set_attributes(_span_attributes(result))
         return result
 
     def _decide(self, data: bytes) -> IntakeResult:
-        checked = self.validator.check(data)
+        with telemetry.start_span(_tracer, "relayer.validate") as span:
+            checked = self.validator.check(data)
+            if span.is_recording() and not isinstance(checked, Accepted):
+                span.set_attribute("chainloom.rule", checked.rule.value)
         if not isinstance(checked, Accepted):
             outcome = Outcome.MALFORMED if checked.rule is Rule.PARSES else Outcome.REJECTED
             vaa = checked.vaa
@@ -149,6 +166,7 @@ class Intake:
         vaa = checked.vaa
         digest, message_id = vaa.digest_hex, vaa.message_id
         counters = self.validator.counters
+        trace.get_current_span().set_attribute("chainloom.target_chain", checked.target_chain)
 
         adapter = self.adapters.get(checked.target_chain)
         if adapter is not None:
@@ -182,8 +200,10 @@ class Intake:
             emitter_chain=vaa.emitter_chain,
             sequence=vaa.sequence,
             enqueued_at=self.clock(),
+            traceparent=telemetry.current_traceparent(),
         )
-        enqueued = self.tables.enqueue(request)
+        with telemetry.start_span(_tracer, "relayer.enqueue"):
+            enqueued = self.tables.enqueue(request)
         if not enqueued.accepted:
             counters.rejected(Rule.NOT_QUEUED)
             table = enqueued.table.value if enqueued.table is not None else None
@@ -201,3 +221,17 @@ class Intake:
         else:
             counters.passed(Rule.NOT_QUEUED, Rule.NOT_REDEEMED)
         return IntakeResult(Outcome.QUEUED, digest=digest, message_id=message_id, table="incoming")
+
+
+def _span_attributes(result: IntakeResult) -> dict[str, str]:
+    """What a ``relayer.receive`` span says about its VAA (public facts only)."""
+    attributes = {"chainloom.outcome": result.outcome.value}
+    if result.message_id is not None:
+        attributes["chainloom.message_id"] = result.message_id
+    if result.digest is not None:
+        attributes["chainloom.digest"] = result.digest
+    if result.rule is not None:
+        attributes["chainloom.rule"] = result.rule.value
+    if result.table is not None:
+        attributes["chainloom.table"] = result.table
+    return attributes

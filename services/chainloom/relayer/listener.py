@@ -5,7 +5,8 @@ no transport; the REST mapping (:mod:`chainloom.relayer.rest`) knows routes and 
 nothing of Redis; the HTTP server (:mod:`chainloom.http_server`) knows the wire and no
 route. This module only wires them: it runs the blocking intake in a small thread pool next to
 the asyncio loop that serves gRPC and HTTP (one pooled Redis client is shared by every
-thread), subscribes to the spy, serves REST, and answers readiness and counters for both.
+thread), subscribes to the spy, serves REST, and answers readiness and counters for both
+(``/metrics`` through :class:`~chainloom.relayer.metrics.ListenerMetrics`).
 The import direction is one way: listener -> rest -> intake (and rest -> http_server).
 
 Readiness also reports how Redis persists the tables (:func:`read_persistence`), and the
@@ -27,9 +28,14 @@ import redis
 from chainloom.http_server import HttpServer, Limits
 from chainloom.relayer._redis import sync, text
 from chainloom.relayer.intake import Intake, IntakeResult, Outcome
+from chainloom.relayer.metrics import ListenerMetrics
 from chainloom.relayer.rest import RestApi
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from opentelemetry.sdk.metrics.export import MetricReader
+
     from chainloom.relayer.config import RestSettings
     from chainloom.relayer.recovery import MissedVaaRecovery
     from chainloom.relayer.spy_client import SpyClient
@@ -79,6 +85,7 @@ class Listener:
         threads: int = 8,
         spy_workers: int = 4,
         recovery: MissedVaaRecovery | None = None,
+        metric_readers: Sequence[MetricReader] = (),
     ) -> None:
         self.intake = intake
         self.spy = spy
@@ -93,6 +100,8 @@ class Listener:
         self._recovery_task: asyncio.Task[None] | None = None
         self._recovery_stop = asyncio.Event()
         self._started = False
+        self.metrics = ListenerMetrics(self.stats, intake.tables.depths, readers=metric_readers)
+        """The counters below as metrics (``/metrics``; OTLP through ``metric_readers``)."""
 
     async def submit(self, data: bytes, *, source: str) -> IntakeResult:
         """Decide one VAA off the event loop (and tell recovery its sequence was seen)."""
@@ -142,6 +151,10 @@ class Listener:
         if self.recovery is not None:
             stats["recovery"] = self.recovery.stats()
         return stats
+
+    def metrics_exposition(self) -> bytes:
+        """``/metrics``: every counter and the queue depths, Prometheus text (blocking)."""
+        return self.metrics.exposition()
 
     async def start(self) -> None:
         """Start the REST server (if configured) and the spy subscription (if configured)."""
@@ -220,6 +233,7 @@ class Listener:
             await self._server.stop()
             self._server = None
         self._executor.shutdown(wait=True)
+        self.metrics.shutdown()
 
 
 def rest_server(listener: Listener, config: RestSettings) -> HttpServer:

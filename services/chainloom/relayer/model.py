@@ -108,6 +108,9 @@ class RelayRequest:
     """The worker (``<chain>:<wallet address>``) that made that submission; never a key."""
     rollbacks: int = 0
     """How many of its submissions were rolled back."""
+    traceparent: str | None = None
+    """W3C trace context of the intake that queued it (None when not traced): the worker
+    continues that trace, so one VAA is one trace across processes."""
 
     def __post_init__(self) -> None:
         validate_digest(self.digest)
@@ -129,7 +132,7 @@ class RelayRequest:
         return self.next_attempt_at if self.next_attempt_at > 0 else self.enqueued_at
 
     def _state(self) -> dict[str, Any]:
-        return {
+        state: dict[str, Any] = {
             "v": REQUEST_FORMAT_VERSION,
             "digest": self.digest,
             "target_chain": self.target_chain,
@@ -143,6 +146,9 @@ class RelayRequest:
             "submitted_by": self.submitted_by,
             "rollbacks": self.rollbacks,
         }
+        if self.traceparent is not None:  # untraced requests stay as small as before
+            state["traceparent"] = self.traceparent
+        return state
 
     def to_json(self) -> str:
         """The complete request as compact JSON (VAA in base64). Holds no secret."""
@@ -190,6 +196,8 @@ class RelayRequest:
                 submission_id=_optional_text(data, "submission_id"),
                 submitted_by=_optional_text(data, "submitted_by"),
                 rollbacks=data["rollbacks"],
+                # Absent in requests stored before traces were carried.
+                traceparent=_optional_text(data, "traceparent") if "traceparent" in data else None,
             )
         except KeyError as missing:
             raise RequestFormatError(f"stored request lacks field {missing}") from None

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from chainloom.http_server import Request, Response
 from chainloom.relayer.intake import IntakeResult, Outcome
 from chainloom.relayer.validation import decode_text
+from chainloom.telemetry import PROMETHEUS_CONTENT_TYPE
 from chainloom.wormhole.errors import WormholeError
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,11 @@ class IntakeService(Protocol):
         ...
 
     def stats(self) -> dict[str, Any]:
-        """Every counter, for ``/v1/stats`` and ``/metrics``."""
+        """Every counter, for ``/v1/stats``."""
+        ...
+
+    def metrics_exposition(self) -> bytes:
+        """The metrics in the Prometheus text format, for ``/metrics`` (blocking)."""
         ...
 
 
@@ -210,66 +215,9 @@ class RestApi:
         return _json(self.listener.stats())
 
     async def _metrics(self, _: Request) -> Response:
-        text = prometheus_text(self.listener.stats())
-        return Response(200, text.encode(), content_type="text/plain; charset=utf-8")
+        loop = asyncio.get_running_loop()
+        text = await loop.run_in_executor(None, self.listener.metrics_exposition)
+        return Response(200, text, content_type=PROMETHEUS_CONTENT_TYPE)
 
     async def _index(self, _: Request) -> Response:
         return _json(ROUTES)
-
-
-def prometheus_text(stats: dict[str, Any]) -> str:
-    """The listener's counters in the Prometheus text exposition format (version 0.0.4)."""
-    lines: list[str] = []
-
-    def family(name: str, kind: str, help_text: str, samples: list[tuple[str, int]]) -> None:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-        lines.extend(f"{name}{labels} {value}" for labels, value in samples)
-
-    intake = stats["intake"]
-    family(
-        "chainloom_listener_outcomes_total", "counter", "VAAs decided, by outcome.",
-        [(f'{{status="{s}"}}', n) for s, n in sorted(intake["by_status"].items())],
-    )  # fmt: skip
-    family(
-        "chainloom_listener_source_total", "counter", "VAAs decided, by source (spy, rest).",
-        [(f'{{source="{s}"}}', n) for s, n in sorted(intake["by_source"].items())],
-    )  # fmt: skip
-    family(
-        "chainloom_listener_redeem_check_skipped_total", "counter",
-        "Queued VAAs whose target chain had no adapter to ask.",
-        [("", intake["redeem_check_skipped"])],
-    )  # fmt: skip
-    family(
-        "chainloom_listener_rule_total", "counter", "Validation rule outcomes.",
-        [
-            (f'{{rule="{rule}",result="{result}"}}', count)
-            for rule, counts in stats["rules"].items()
-            for result, count in sorted(counts.items())
-        ],
-    )  # fmt: skip
-    spy = stats.get("spy")
-    if spy is not None:
-        family("chainloom_spy_connected", "gauge", "1 while a spy stream is established.",
-               [("", int(spy["connected"]))])  # fmt: skip
-        for key, help_text in (
-            ("connections", "Spy streams established."),
-            ("disconnects", "Spy streams lost and retried."),
-            ("messages", "VAAs received from the spy."),
-            ("drops", "Spy VAAs dropped because the intake buffer was full."),
-            ("consumer_errors", "Spy VAAs on which the intake failed unexpectedly."),
-        ):
-            family(f"chainloom_spy_{key}_total", "counter", help_text, [("", spy[key])])
-    recovery = stats.get("recovery")
-    if recovery is not None:
-        family(
-            "chainloom_listener_recovery_total", "counter",
-            "Missed VAAs: fetches by result (fetched, not_found, errors) and what the intake "
-            "made of the fetched (queued, known, rejected).",
-            [(f'{{result="{k}"}}', recovery[k])
-             for k in ("fetched", "queued", "known", "rejected", "not_found", "errors")],
-        )  # fmt: skip
-        family("chainloom_listener_recovery_missing", "gauge",
-               "Sequences of relayed emitters never seen (open gaps).",
-               [("", recovery["missing"])])  # fmt: skip
-    return "\n".join(lines) + "\n"

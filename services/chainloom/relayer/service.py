@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import redis
 
+from chainloom import telemetry
 from chainloom.publicrpc import EndpointConfigError, PublicRpcClient
 from chainloom.relayer.adapters import ChainAdapter
 from chainloom.relayer.config import RelayerSettings
@@ -34,6 +35,11 @@ from chainloom.relayer.wallet import Wallet
 from chainloom.relayer.worker import Worker, WorkerSettings
 from chainloom.wormhole import CHAINS, chain_id
 from chainloom.wormhole.errors import WormholeError
+
+LISTENER_SERVICE = "chainloom-relayer-listener"
+"""``service.name`` of the listener's telemetry (unless ``OTEL_SERVICE_NAME`` says otherwise)."""
+WORKER_SERVICE = "chainloom-relayer-worker"
+"""``service.name`` of a worker's telemetry."""
 
 AdapterFactory = Callable[[redis.Redis, int], ChainAdapter]
 """Builds the adapter of one target chain from the relay tables' Redis client and the chain id."""
@@ -99,17 +105,25 @@ def build_worker(
 def run_worker(
     settings: RelayerSettings, chain: int, wallet: Wallet, adapters: AdapterFactory
 ) -> None:
-    """Run one worker until SIGTERM or SIGINT (or ``worker.stop_when_idle``)."""
+    """Run one worker until SIGTERM or SIGINT (or ``worker.stop_when_idle``).
+
+    Traces and metrics go where the ``OTEL_*`` environment says (nowhere by default).
+    """
     worker = build_worker(settings, chain, wallet, adapters)
+    observed = telemetry.setup(WORKER_SERVICE)
     signal.signal(signal.SIGTERM, lambda *_: worker.stop())
     try:
         worker.run()
     except KeyboardInterrupt:
         worker.stop()
+    finally:
+        observed.shutdown()
 
 
 def build_listener(
-    settings: RelayerSettings, redeem_check: AdapterFactory | None = None
+    settings: RelayerSettings,
+    redeem_check: AdapterFactory | None = None,
+    observed: telemetry.Telemetry | None = None,
 ) -> Listener:
     """The listener: validator, tables, spy client and REST.
 
@@ -146,7 +160,14 @@ def build_listener(
         recovery = MissedVaaRecovery(
             frozenset(settings.emitter_keys()), settings.recovery, rpc_client
         )
-    return Listener(intake, spy=spy, rest=rest, threads=settings.intake_threads, recovery=recovery)
+    return Listener(
+        intake,
+        spy=spy,
+        rest=rest,
+        threads=settings.intake_threads,
+        recovery=recovery,
+        metric_readers=observed.otlp_metric_readers() if observed is not None else (),
+    )
 
 
 def run_listener(
@@ -155,8 +176,13 @@ def run_listener(
     redeem_check: AdapterFactory | None = None,
     on_started: Callable[[Listener], None] | None = None,
 ) -> None:
-    """Run the listener until SIGINT or SIGTERM; ``on_started`` is told once it serves."""
-    listener = build_listener(settings, redeem_check)
+    """Run the listener until SIGINT or SIGTERM; ``on_started`` is told once it serves.
+
+    Traces and metrics go where the ``OTEL_*`` environment says (nowhere by default);
+    ``/metrics`` is served either way.
+    """
+    observed = telemetry.setup(LISTENER_SERVICE)
+    listener = build_listener(settings, redeem_check, observed)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -170,4 +196,7 @@ def run_listener(
         with contextlib.suppress(asyncio.CancelledError):
             await listener.run_forever()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        observed.shutdown()

@@ -17,10 +17,17 @@ for finality, never resubmitted unless the chain reports a rollback.
 
 Liveness: the worker holds a lease (a Redis key with a TTL) renewed by a heartbeat thread;
 every worker periodically reaps the In-Work tables of workers whose lease expired.
+
+Telemetry (docs/observability.md): each attempt continues the trace its request carries
+(``relayer.attempt`` with ``relayer.redeemed_check`` and ``relayer.submit`` under it, then
+``relayer.record`` for the move that was applied, ``relayer.confirm`` for finality), and the
+worker counts submissions, retries, Failed requests and lease losses. Through the API only: with
+telemetry off these are no-ops.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -29,6 +36,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from opentelemetry import metrics, trace
+
+from chainloom import telemetry
 from chainloom.backoff import Backoff
 from chainloom.relayer.adapters import ChainAdapter
 from chainloom.relayer.errors import (
@@ -48,8 +58,37 @@ from chainloom.relayer.model import (
 )
 from chainloom.relayer.tables import Move, RelayTables
 from chainloom.relayer.wallet import Wallet
+from chainloom.wormhole import WormholeError, parse_vaa
 
 logger = logging.getLogger("chainloom.relayer.worker")
+
+_tracer = trace.get_tracer("chainloom.relayer.worker")
+_meter = metrics.get_meter("chainloom.relayer.worker")
+_submit_duration = _meter.create_histogram(
+    "chainloom.relayer.submit.duration",
+    unit="s",
+    description="Time one submission to the target chain took (failed ones too).",
+)
+_retries = _meter.create_counter(
+    "chainloom.relayer.retries",
+    unit="{attempt}",
+    description="Failed attempts returned to Incoming to be retried after a backoff.",
+)
+_failed = _meter.create_counter(
+    "chainloom.relayer.failed",
+    unit="{request}",
+    description="Requests moved to Failed (retries exhausted): the growth of the Failed table.",
+)
+_completed = _meter.create_counter(
+    "chainloom.relayer.completed",
+    unit="{request}",
+    description="Requests completed, by outcome (confirmed, already_redeemed).",
+)
+_lease_losses = _meter.create_counter(
+    "chainloom.relayer.lease.losses",
+    unit="{lease}",
+    description="Times a worker lost its lease (paused past the TTL, or Redis lost the key).",
+)
 
 _REDIS_BACKOFF = Backoff(initial=0.1, maximum=5.0)
 """Waits between attempts while Redis is unreachable (0.1 s doubling to 5 s)."""
@@ -186,6 +225,7 @@ class Worker:
                 continue
             if not renewed:
                 logger.error("worker %s: lease lost; stopping", self.worker_id)
+                _lease_losses.add(1, {"chainloom.target_chain": self.chain_id})
                 self._lease_lost.set()
                 return
 
@@ -339,8 +379,22 @@ class Worker:
         if self._lease_lost.is_set():
             self._recover = True
             raise LeaseLostError(f"worker {self.worker_id} lost its lease; not submitting")
+        with telemetry.start_span(
+            _tracer, "relayer.attempt", context=telemetry.context_from(request.traceparent)
+        ) as span:
+            if span.is_recording():
+                span.set_attributes(_request_attributes(request))
+            move = self._decide(request)
+            if span.is_recording():
+                span.set_attribute("chainloom.outcome", _move_outcome(move))
+            return move
+
+    def _decide(self, request: RelayRequest) -> Move:
         try:
-            if self.adapter.is_redeemed(request.vaa):
+            with telemetry.start_span(_tracer, "relayer.redeemed_check") as span:
+                redeemed = self.adapter.is_redeemed(request.vaa)
+                span.set_attribute("chainloom.redeemed", redeemed)
+            if redeemed:
                 return Move(
                     request,
                     Table.IN_WORK,
@@ -348,7 +402,14 @@ class Worker:
                     worker_id=self.worker_id,
                     outcome=Outcome.ALREADY_REDEEMED,
                 )
-            submission_id = self.adapter.submit(request.vaa, self.wallet)
+            started = time.monotonic()
+            try:
+                with telemetry.start_span(_tracer, "relayer.submit"):
+                    submission_id = self.adapter.submit(request.vaa, self.wallet)
+            finally:
+                _submit_duration.record(
+                    time.monotonic() - started, {"chainloom.target_chain": self.chain_id}
+                )
         except LeaseLostError:
             raise
         except Exception as exc:  # any chain failure is retried with backoff, then Failed
@@ -402,13 +463,17 @@ class Worker:
             if request.submission_id is None:  # cannot happen: recorded by the same move
                 logger.error("pending request %s has no submission id", request.digest)
                 continue
-            try:
-                state = self.adapter.finality(request.submission_id)
-            except UnknownSubmissionError:
-                state = Finality.ROLLED_BACK
-            except Exception as exc:  # the chain is unreachable: ask again at the next check
-                logger.warning("finality of %s unknown: %s", request.submission_id, exc)
-                continue
+            with telemetry.start_span(
+                _tracer, "relayer.confirm", context=telemetry.context_from(request.traceparent)
+            ) as span:
+                try:
+                    state = self.adapter.finality(request.submission_id)
+                except UnknownSubmissionError:
+                    state = Finality.ROLLED_BACK
+                except Exception as exc:  # the chain is unreachable: ask again at the next check
+                    logger.warning("finality of %s unknown: %s", request.submission_id, exc)
+                    continue
+                span.set_attribute("chainloom.finality", state.value)
             if state is Finality.FINAL:
                 moves.append(
                     Move(
@@ -451,6 +516,7 @@ class Worker:
                 )
                 continue
             destination = move.destination
+            _record(move, self.chain_id)
             if destination is Table.PENDING_CONFIRMATION:
                 counters.submitted += 1
             elif destination is Table.FAILED:
@@ -462,3 +528,43 @@ class Worker:
                     counters.confirmed += 1
             elif move.source is Table.PENDING_CONFIRMATION:
                 counters.rolled_back += 1
+
+
+def _request_attributes(request: RelayRequest) -> dict[str, str | int]:
+    """What a worker span says about its request: public facts, never the wallet or its key."""
+    attributes: dict[str, str | int] = {
+        "chainloom.digest": request.digest,
+        "chainloom.target_chain": request.target_chain,
+        "chainloom.retries": request.retries,
+    }
+    # Queued VAAs parsed at intake; a stored one that does not parse just lacks the id.
+    with contextlib.suppress(WormholeError):
+        attributes["chainloom.message_id"] = parse_vaa(request.vaa).message_id
+    return attributes
+
+
+def _move_outcome(move: Move) -> str:
+    """The word for where a move takes its request (``pending_confirmation``, ``retry``, ...)."""
+    if move.destination is Table.COMPLETED and move.outcome is not None:
+        return str(move.outcome.value)
+    if move.destination is Table.INCOMING:
+        return "rolled_back" if move.source is Table.PENDING_CONFIRMATION else "retry"
+    return str(move.destination.value)
+
+
+def _record(move: Move, chain_id: int) -> None:
+    """Count an applied move and close its request's trace with a ``relayer.record`` span."""
+    outcome = _move_outcome(move)
+    labels = {"chainloom.target_chain": chain_id}
+    if move.destination is Table.COMPLETED:
+        _completed.add(1, {**labels, "chainloom.outcome": outcome})
+    elif move.destination is Table.FAILED:
+        _failed.add(1, labels)
+    elif outcome == "retry":
+        _retries.add(1, labels)
+    parent = telemetry.context_from(move.request.traceparent)
+    with telemetry.start_span(_tracer, "relayer.record", context=parent) as span:
+        if span.is_recording():
+            span.set_attributes(_request_attributes(move.request))
+            span.set_attribute("chainloom.outcome", outcome)
+            span.set_attribute("chainloom.table", move.destination.value)

@@ -18,6 +18,7 @@ from chainloom.settings.parts import (
     GuardianSetSettings,
     PublicRpcSettings,
     RedisSettings,
+    TelemetrySettings,
     redact_url,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "RedisSettings",
     "ServiceSettings",
     "SettingsError",
+    "TelemetrySettings",
     "UnknownModelError",
     "load_settings",
     "redact_url",

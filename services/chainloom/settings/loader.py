@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -34,6 +34,7 @@ from pydantic_settings import (
 )
 
 from chainloom.settings.errors import SettingsError
+from chainloom.settings.parts import TelemetrySettings
 
 ENV_PREFIX = "CHAINLOOM_"
 """Prefix of every environment variable that sets a field."""
@@ -56,6 +57,11 @@ class ServiceSettings(BaseSettings):
 
     config_file_env: ClassVar[str] = ""
     """Environment variable naming the service's YAML file when no --config is given."""
+
+    telemetry: TelemetrySettings = Field(
+        default_factory=TelemetrySettings,
+        description="Logs beside the OTEL_* variables (docs/observability.md).",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -238,3 +238,19 @@ class PublicRpcSettings(Part):
     backoff: PublicRpcBackoffSettings = Field(
         default_factory=PublicRpcBackoffSettings, description="The wait between rounds."
     )
+
+
+class TelemetrySettings(Part):
+    """How a service reports what it does, beside the ``OTEL_*`` variables (docs/observability.md).
+
+    Traces and metrics are exported where the standard OpenTelemetry environment says
+    (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_SERVICE_NAME``, ``OTEL_TRACES_SAMPLER``, ...): one
+    name per setting, the one every OpenTelemetry SDK reads. Only what that standard does not
+    cover is here.
+    """
+
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines as text (time, level, logger, message) or as JSON, one object "
+        "per line with the trace and span ids of the event.",
+    )

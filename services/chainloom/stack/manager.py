@@ -33,6 +33,7 @@ from chainloom.stack.components.kubernetes import (
     Kwok,
 )
 from chainloom.stack.components.node import ApiserverRelay, Containerd, Kubelet, KubeProxy
+from chainloom.stack.components.otel import OtelCollector
 from chainloom.stack.components.redis import Redis
 from chainloom.stack.components.spark_image import ChainloomSparkImage
 from chainloom.stack.errors import StackError, UnknownComponentError
@@ -41,6 +42,7 @@ _COMPONENTS: tuple[Component, ...] = (
     Redis(),
     BigtableEmulator(),
     Cassandra(),
+    OtelCollector(),
     Kubectl(),
     Helm(),
     Etcd(),
@@ -137,6 +139,7 @@ def resolve(names: Iterable[str], *, full: bool = False, node: bool = False) -> 
         add(name)
     if full:
         add("full")
+        add("otel")
     if node:
         add("node")
     return [component.name for component in _COMPONENTS if component.name in wanted]

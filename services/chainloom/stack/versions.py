@@ -29,3 +29,10 @@ BIGTABLE_EMULATOR_MODULE = "cloud.google.com/go/bigtable"
 
 BIGTABLE_EMULATOR = "v1.58.0"
 """Version of the module above built as a fallback emulator."""
+
+OTEL_COLLECTOR = "v0.165.0"
+"""The OpenTelemetry Collector's builder and its (unstable-numbered) components."""
+
+OTEL_COLLECTOR_STABLE = "v1.71.0"
+"""The collector's stable-numbered modules released with :data:`OTEL_COLLECTOR` (confmap
+providers)."""

@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 import redis
+from prometheus_client.parser import text_string_to_metric_families
 
 from chainloom.relayer.config import RelayerSettings, RestSettings
 from chainloom.relayer.intake import Intake
@@ -196,14 +197,21 @@ def test_health_readiness_and_stats(intake):
             async with session.get(f"{base}/metrics") as response:
                 assert response.status == 200
                 assert response.content_type == "text/plain"
-                exposition = (await response.text()).splitlines()
-            assert 'chainloom_listener_outcomes_total{status="queued"} 1' in exposition
-            assert 'chainloom_listener_outcomes_total{status="known"} 1' in exposition
-            assert 'chainloom_listener_source_total{source="rest"} 3' in exposition
-            assert (
-                'chainloom_listener_rule_total{rule="target_chain",result="rejected"} 1'
-                in exposition
-            )
+                exposition = await response.text()
+            samples = {
+                (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(exposition)
+                for sample in family.samples
+            }
+            outcomes = "chainloom_listener_outcomes_total"
+            assert samples[(outcomes, (("status", "queued"),))] == 1
+            assert samples[(outcomes, (("status", "known"),))] == 1
+            assert samples[("chainloom_listener_source_total", (("source", "rest"),))] == 3
+            rule = (("result", "rejected"), ("rule", "target_chain"))
+            assert samples[("chainloom_listener_rule_total", rule)] == 1
+            # The queue depth comes from Redis: the one queued transfer waits in Incoming.
+            depth = (("chain", str(TARGET_CHAIN)), ("table", "incoming"))
+            assert samples[("chainloom_relayer_queue_depth", depth)] == 1
             assert "# TYPE chainloom_listener_rule_total counter" in exposition
 
     run(scenario)

@@ -87,3 +87,42 @@ def test_a_stopped_component_is_reported_unhealthy(name: str) -> None:
     fake = Running(name, "x", "127.0.0.1:1", 2**22 + 12345, "")
     assert not manager._is_up(fake)
     assert replace(fake, pid=0).pid == 0
+
+
+def test_otel_collector_takes_otlp_and_writes_it_to_its_file(local_stack: StackForTests) -> None:
+    import json
+    import time
+    import urllib.request
+    import uuid
+    from pathlib import Path
+
+    running = local_stack.require("otel")["otel"]
+    assert running.version.startswith("otelcol 0.165")
+    assert running.address.startswith("127.0.0.1:")
+    assert not any(key.startswith("OTEL_") for key in running.env)  # telemetry stays opt-in
+    trace_id = uuid.uuid4().hex
+    now = time.time_ns()
+    span = {
+        "traceId": trace_id,
+        "spanId": uuid.uuid4().hex[:16],
+        "name": "probe",
+        "kind": 1,
+        "startTimeUnixNano": str(now),
+        "endTimeUnixNano": str(now + 1000),
+    }
+    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [span]}]}]}
+    request = urllib.request.Request(
+        f"{running.extra['endpoint']}/v1/traces",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+    traces = Path(running.extra["traces_file"])
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if traces.exists() and trace_id in traces.read_text():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"span {trace_id} never reached {traces}")

@@ -245,3 +245,19 @@ def test_after_submission_is_the_request_with_the_submission_recorded():
     assert type(pending) is RelayRequest
     assert original.submission_id is None  # unchanged
     assert pending.state_json() == json.dumps(pending._state(), separators=(",", ":"))
+
+
+def test_the_trace_context_is_stored_only_when_there_is_one() -> None:
+    plain = request()
+    assert "traceparent" not in json.loads(plain.state_json())  # untraced: as small as before
+    traceparent = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+    traced = replace(plain, traceparent=traceparent)
+    assert RelayRequest.from_json(traced.to_json()).traceparent == traceparent
+    assert RelayRequest.from_state(traced.state_json(), traced.vaa) == traced
+    # What moves do to a request keeps its trace (the worker continues it after a retry).
+    retried = after_failure(
+        traced, "boom", now=10.0, policy=RetryPolicy(), rng=random.Random(1)
+    ).request
+    assert retried.traceparent == traceparent
+    with pytest.raises(RequestFormatError, match="traceparent"):
+        RelayRequest.from_state(plain.state_json()[:-1] + ',"traceparent":5}', plain.vaa)

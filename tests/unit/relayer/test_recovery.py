@@ -8,8 +8,8 @@ import asyncio
 from chainloom.publicrpc import Endpoint, PublicRpcClient
 from chainloom.relayer.config import RecoverySettings
 from chainloom.relayer.intake import IntakeResult, Outcome
+from chainloom.relayer.metrics import prometheus_text
 from chainloom.relayer.recovery import MissedVaaRecovery
-from chainloom.relayer.rest import prometheus_text
 from chainloom.settings import PublicRpcSettings
 from chainloom.wormhole import parse_vaa
 from tests.ingest_support import SOURCE_CHAIN, signed_transfer
@@ -68,5 +68,5 @@ def test_gaps_of_relayed_emitters_are_fetched_and_submitted() -> None:
     assert stats["gaps"][0]["failures"][0]["sequence"] == 5
     intake = {"by_status": {}, "by_source": {}, "redeem_check_skipped": 0}
     text = prometheus_text({"intake": intake, "rules": {}, "recovery": stats})
-    assert 'chainloom_listener_recovery_total{result="queued"} 1' in text
-    assert "chainloom_listener_recovery_missing 1\n" in text
+    assert 'chainloom_listener_recovery_total{result="queued"} 1.0' in text
+    assert "chainloom_listener_recovery_missing 1.0\n" in text

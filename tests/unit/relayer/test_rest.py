@@ -66,6 +66,9 @@ class RecordingIntake:
     def stats(self) -> dict[str, Any]:
         return {}
 
+    def metrics_exposition(self) -> bytes:
+        return b""
+
 
 def answer(method: str, target: str, body: bytes = b"") -> tuple[Response, RecordingIntake]:
     intake = RecordingIntake()
