@@ -29,3 +29,9 @@ BIGTABLE_EMULATOR_MODULE = "cloud.google.com/go/bigtable"
 
 BIGTABLE_EMULATOR = "v1.58.0"
 """Version of the module above built as a fallback emulator."""
+
+GETH = "v1.17.10"
+"""geth from ``github.com/ethereum/go-ethereum/cmd/geth``: the two dev chains (``--evm``)."""
+
+SOLC = "0.8.37"
+"""solcjs from npm (``solc``): compiles the project's contracts (``chainloom evm compile``)."""
