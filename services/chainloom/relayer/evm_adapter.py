@@ -139,10 +139,14 @@ class NonceManager:
         with self._lock:
             self._next[address] = nonce + 1
 
-    def forget(self, address: str) -> None:
-        """Read the chain's pending count before the next transaction (outcome unknown)."""
+    def forget(self, address: str | None = None) -> None:
+        """Read the chain's pending count before the next transaction of ``address`` (of every
+        wallet when None): after a send whose outcome is unknown, or a rollback."""
         with self._lock:
-            self._next.pop(address, None)
+            if address is None:
+                self._next.clear()
+            else:
+                self._next.pop(address, None)
 
 
 class EvmAdapter:
@@ -241,6 +245,7 @@ class EvmAdapter:
             try:
                 w3.eth.get_transaction(submission_id)  # type: ignore[arg-type]
             except TransactionNotFound:
+                self.nonces.forget()  # its nonce may be free again (a reorg, a dropped tx)
                 raise UnknownSubmissionError(
                     f"chain {self.chain_id} does not know transaction {submission_id}"
                 ) from None
@@ -262,6 +267,7 @@ class EvmAdapter:
                 height,
                 submission_id,
             )
+            self.nonces.forget()  # the chain went back: so did this wallet's nonce
             return Finality.ROLLED_BACK
         depth = w3.eth.block_number - height + 1
         return Finality.FINAL if depth >= self.settings.confirmations else Finality.PENDING
