@@ -60,6 +60,10 @@ def test_nonce_manager_starts_from_the_pending_count_and_rereads_after_forget() 
     nonces.forget("0xa")
     assert nonces.reserve("0xa") == 9
     assert reads == ["0xa", "0xa"]
+    nonces.sent("0xa", 9)
+    chain["0xa"] = 4  # a reorg took the chain back below this wallet's last transactions
+    nonces.forget()
+    assert nonces.reserve("0xa") == 4
 
 
 def test_evm_chain_settings_check_their_fields() -> None:
