@@ -4,8 +4,9 @@ What a worker gets from it (the :class:`~chainloom.relayer.adapters.ChainAdapter
 
 * ``is_redeemed``: ``isTransferCompleted(digest)`` on the token bridge (an ``eth_call``).
 * ``submit``: ``completeTransfer(vaa)`` estimated (``eth_estimateGas``, which also runs it: a
-  revert there is classified before anything is sent), capped by the fee policy of the
-  settings, signed with the worker's wallet key and sent raw. Its nonce comes from a
+  revert there is classified before anything is sent; against the pending state after a start
+  or a rollback, where transactions sent before a crash already ran), capped by the fee policy
+  of the settings, signed with the worker's wallet key and sent raw. Its nonce comes from a
   :class:`NonceManager` owned by this worker ({chain + wallet} is one worker, so nobody else
   uses the nonces of this wallet on this chain): it starts from the chain's *pending*
   transaction count, which also recovers after a crash, and after any send whose outcome is
@@ -134,6 +135,11 @@ class NonceManager:
                 self._next[address] = self._pending_count(address)
             return self._next[address]
 
+    def known(self, address: str) -> bool:
+        """Whether the next nonce of ``address`` is counted locally (False: it will be read)."""
+        with self._lock:
+            return address in self._next
+
     def sent(self, address: str, nonce: int) -> None:
         """A transaction with ``nonce`` was accepted by the node."""
         with self._lock:
@@ -203,7 +209,12 @@ class EvmAdapter:
         _digest(vaa)  # a VAA that does not parse is refused for good before any RPC
         sender = Web3.to_checksum_address(wallet.address)
         call = self._bridge.functions.completeTransfer(vaa)
-        gas = self._estimate(call, sender)
+        # Right after a start or a rollback this wallet may have transactions in flight (sent
+        # before a crash): estimate against the pending state, where they already ran, so a
+        # redemption waiting in the pool is found instead of sent again. Otherwise the latest
+        # state is the same and several times cheaper to ask.
+        block = "latest" if self.nonces.known(sender) else "pending"
+        gas = self._estimate(call, sender, block)
         max_fee, tip = self._fees()
         try:
             nonce = self.nonces.reserve(sender)
@@ -282,10 +293,10 @@ class EvmAdapter:
             account = self._accounts[wallet.address] = Account.from_key(wallet.private_key_bytes())
         return account
 
-    def _estimate(self, call: Any, sender: str) -> int:
+    def _estimate(self, call: Any, sender: str, block: str) -> int:
         """Gas for ``call`` from ``sender`` with headroom; a revert is classified here."""
         try:
-            estimate = int(call.estimate_gas({"from": sender}, "pending"))
+            estimate = int(call.estimate_gas({"from": sender}, block))
         except ContractLogicError as error:
             reason = str(error.message or error)
             kind = classify_revert(reason)
