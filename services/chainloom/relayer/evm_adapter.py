@@ -30,6 +30,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,7 @@ import redis
 from eth_account import Account
 from web3 import Web3
 from web3.exceptions import ContractLogicError, TransactionNotFound, Web3Exception
+from web3.types import RPCEndpoint
 
 from chainloom.evm.compile import contract
 from chainloom.relayer.errors import (
@@ -64,6 +66,10 @@ __all__ = [
 logger = logging.getLogger("chainloom.relayer.evm")
 
 _GWEI = 10**9
+
+_BASE_FEE_TTL = 1.0
+"""Seconds a base fee read from the latest block is reused for the next submissions (a base fee
+moves at most 12.5 % a block and the fee cap allows twice it; a refusal is retried anyway)."""
 
 
 class Revert(enum.Enum):
@@ -161,8 +167,15 @@ class EvmAdapter:
     def __init__(self, settings: EvmChainSettings) -> None:
         self.settings = settings
         self.chain_id = settings.chain
+        # web3 checks the chain id before every call it validates: answer that from a cache
+        # (only eth_chainId: blocks and receipts must stay live for the reorg check).
         self._w3 = Web3(
-            Web3.HTTPProvider(settings.rpc_url, request_kwargs={"timeout": settings.rpc_timeout})
+            Web3.HTTPProvider(
+                settings.rpc_url,
+                request_kwargs={"timeout": settings.rpc_timeout},
+                cache_allowed_requests=True,
+                cacheable_requests={RPCEndpoint("eth_chainId")},
+            )
         )
         abi, _ = contract("ChainloomTokenBridge")
         self._bridge = self._w3.eth.contract(
@@ -171,6 +184,7 @@ class EvmAdapter:
         self.nonces = NonceManager(self._pending_count)
         """This worker's nonces (one wallet per worker)."""
         self._accounts: dict[str, Any] = {}
+        self._base_fee = (0, -_BASE_FEE_TTL)  # (wei, monotonic time it was read)
 
     def __repr__(self) -> str:
         return f"EvmAdapter(chain={self.chain_id}, rpc={self.settings.rpc_url})"
@@ -319,10 +333,15 @@ class EvmAdapter:
         policy = self.settings.gas
         cap = int(policy.max_fee_gwei * _GWEI)
         tip = min(int(policy.priority_fee_gwei * _GWEI), cap)
-        try:
-            base_fee = int(self._w3.eth.get_block("latest").get("baseFeePerGas", 0))
-        except (OSError, Web3Exception, ValueError) as error:
-            raise SubmitError(f"reading the base fee of chain {self.chain_id}: {error}") from None
+        base_fee, read_at = self._base_fee
+        if time.monotonic() - read_at >= _BASE_FEE_TTL:
+            try:
+                base_fee = int(self._w3.eth.get_block("latest").get("baseFeePerGas", 0))
+            except (OSError, Web3Exception, ValueError) as error:
+                raise SubmitError(
+                    f"reading the base fee of chain {self.chain_id}: {error}"
+                ) from None
+            self._base_fee = (base_fee, time.monotonic())
         if base_fee + tip > cap:
             raise SubmitError(
                 f"base fee {base_fee / _GWEI:.3f} gwei + tip is above the fee cap "
