@@ -111,6 +111,7 @@ SERVER_VALUES = {
     "cassandra_hosts": CLOSED,
     "backend_type": "cassandra",
     "address": CLOSED,
+    "rpc_url": f"http://{CLOSED}",
 }
 """Option values pointing a command at the closed port, by parameter name."""
 

@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "config": ("chainloom.cli.config", "config", "Settings: JSON Schema and effective values."),
     "spark": ("chainloom.cli.spark", "spark", "Run the Spark jobs, or render them for Kubernetes."),
     "operator": ("chainloom.cli.operator", "operator", "The Kubernetes operator and its CRDs."),
+    "evm": ("chainloom.cli.evm", "evm", "The project's contracts on EVM chains: compile, deploy."),
 }
 
 

@@ -78,9 +78,9 @@ def _redis_options(function: Any) -> Any:
 )
 @click.option(
     "--adapter",
-    type=click.Choice(["inprocess", "redis-sim"]),
-    help="Chain adapter (worker.adapter): an in-memory chain, or a simulated chain in Redis "
-    "shared by processes.",
+    type=click.Choice(["inprocess", "redis-sim", "evm"]),
+    help="Chain adapter (worker.adapter): an in-memory chain, a simulated chain in Redis "
+    "shared by processes, or a real EVM chain of evm_chains (docs/evm.md).",
 )
 @click.option("--max-retries", type=int, help="worker.max_retries")
 @click.option(
@@ -112,7 +112,7 @@ def _redis_options(function: Any) -> Any:
 def work(*, chain: str, wallet_file: str, **options: Any) -> None:
     """Run one worker for {CHAIN + the wallet in WALLET_FILE} until SIGTERM or SIGINT."""
     from chainloom.relayer.errors import RelayerError
-    from chainloom.relayer.service import run_worker, worker_chain
+    from chainloom.relayer.service import AdapterFactory, run_worker, worker_chain
     from chainloom.relayer.wallet import Wallet
     from chainloom.telemetry import configure_logging
     from chainloom.testing.sim_chains import simulated_adapters
@@ -136,8 +136,15 @@ def work(*, chain: str, wallet_file: str, **options: Any) -> None:
         wallet = Wallet.from_file(wallet_file)
     except RelayerError as error:
         fail(f"--wallet-file: {error}")
+    adapters: AdapterFactory
+    if settings.worker.adapter == "evm":
+        from chainloom.relayer.evm_adapter import evm_adapters
+
+        adapters = evm_adapters(settings.evm_chains)
+    else:
+        adapters = simulated_adapters(settings.worker.adapter)
     try:
-        run_worker(settings, chain_id, wallet, simulated_adapters(settings.worker.adapter))
+        run_worker(settings, chain_id, wallet, adapters)
     except RelayerError as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(1) from None

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chainloom.stack import manager
+from chainloom.stack.components.evm import PERIOD_VARIABLE
 from chainloom.stack.components.redis import FSYNC_POLICIES, FSYNC_VARIABLE
 
 _console = Console(stderr=True)
@@ -78,7 +79,27 @@ def stack() -> None:
     "about the last second of writes) or always (before every answer). Applies when Redis "
     f"starts; a restart keeps the last policy. Env: {FSYNC_VARIABLE}.",
 )
-def up(only: str | None, full: bool, node: bool, redis_fsync: str | None) -> None:
+@click.option(
+    "--evm",
+    is_flag=True,
+    help="Add two geth dev chains (Wormhole chains 2 and 4) and solcjs; the first run builds "
+    "geth (~20 min). See docs/evm.md.",
+)
+@click.option(
+    "--evm-block-period",
+    type=click.IntRange(min=0),
+    envvar=PERIOD_VARIABLE,
+    help="Seconds between blocks on the geth chains (default 0: a block per transaction). "
+    f"Applies when they start; a restart keeps the last period. Env: {PERIOD_VARIABLE}.",
+)
+def up(  # noqa: PLR0917 (click passes every option)
+    only: str | None,
+    full: bool,
+    node: bool,
+    redis_fsync: str | None,
+    evm: bool,
+    evm_block_period: int | None,
+) -> None:
     """Install what is missing, start what is not running, and wait until healthy.
 
     A component whose process died is restarted on the port it had (if that port is free), so
@@ -87,10 +108,12 @@ def up(only: str | None, full: bool, node: bool, redis_fsync: str | None) -> Non
     if redis_fsync:
         # The Redis component reads its policy from the environment, like its port.
         os.environ[FSYNC_VARIABLE] = redis_fsync
+    if evm_block_period is not None:
+        os.environ[PERIOD_VARIABLE] = str(evm_block_period)
     # A StackError (missing tool, port taken, a component that failed its health check)
     # reaches the CLI's error boundary: one message, exit 2.
     with _ConsoleProgress() as progress:
-        started = manager.up(_names(only), full=full, node=node, progress=progress)
+        started = manager.up(_names(only), full=full, node=node, evm=evm, progress=progress)
     _console.print(f"[green]up:[/green] {', '.join(started)}")
 
 

@@ -22,6 +22,9 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
       - {chain: ethereum, address: "*", min_fee: 1000}   # any asset native to Ethereum
       - {chain: "*", address: "*", min_fee: 5000}        # anything else (devnets, load tests)
     worker: {max_retries: 10, backoff: {initial: 1.0, maximum: 3600.0}, lease_ttl: 15.0}
+    evm_chains:                          # worker.adapter: evm (docs/evm.md)
+      - {chain: 2, rpc_url: "http://127.0.0.1:8545", evm_chain_id: 1337002,
+         token_bridge: "0x...", confirmations: 1, gas: {max_fee_gwei: 200}}
     public_rpc: {endpoints: ["https://api.wormholescan.io"]}   # missed-VAA recovery (optional)
     recovery: {grace: 30, check_interval: 5, retry_after: 60}
 
@@ -35,6 +38,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from chainloom.relayer.evm_settings import EvmChainSettings
 from chainloom.relayer.tables import DEFAULT_PREFIX
 from chainloom.relayer.validation import ValidationPolicy
 from chainloom.settings import (
@@ -167,9 +171,10 @@ class RelayRedisSettings(RedisSettings):
 class RelayerWorkerSettings(Part):
     """How a worker claims, submits and retries requests."""
 
-    adapter: Literal["inprocess", "redis-sim"] = Field(
+    adapter: Literal["inprocess", "redis-sim", "evm"] = Field(
         default="redis-sim",
-        description="Chain adapter: an in-memory chain, or a simulated chain kept in Redis.",
+        description="Chain adapter: an in-memory chain, a simulated chain kept in Redis, or "
+        "a real EVM chain from evm_chains (docs/evm.md).",
     )
     max_retries: int = Field(
         default=10, ge=0, description="Failures allowed before a request goes to Failed."
@@ -272,6 +277,11 @@ class RelayerSettings(ServiceSettings):
     )
     worker: RelayerWorkerSettings = Field(
         default_factory=RelayerWorkerSettings, description="The workers (`relayer work`)."
+    )
+    evm_chains: tuple[EvmChainSettings, ...] = Field(
+        default=(),
+        description="EVM target chains the evm adapter redeems on: chain, rpc_url, "
+        "evm_chain_id, token_bridge, confirmations, gas (docs/evm.md).",
     )
     public_rpc: PublicRpcSettings = Field(
         default_factory=PublicRpcSettings,

@@ -16,6 +16,8 @@ caller catch "anything the relayer refused" in one place and still tell them apa
         │   └── LeaseLostError        this worker no longer holds its lease: stop, do not submit
         └── AdapterError              a chain adapter failed
             ├── SubmitError           a submission was refused or failed (retried with backoff)
+            │   ├── RefusedForGoodError   the chain refuses this transfer for good: Failed, no retry
+            │   └── AlreadyRedeemedError  the chain says it is already redeemed: done, counted
             └── UnknownSubmissionError  finality asked about a submission the chain never saw
 
 No error message ever contains wallet key material: errors about a wallet name the file and
@@ -71,6 +73,16 @@ class AdapterError(RelayerError):
 
 class SubmitError(AdapterError):
     """A submission was refused or failed; the worker retries it with backoff."""
+
+
+class RefusedForGoodError(SubmitError):
+    """The chain refuses this transfer for good (a bad signature, an unknown emitter, another
+    target chain): the worker moves it to Failed with this reason at once, without retrying."""
+
+
+class AlreadyRedeemedError(SubmitError):
+    """Submitting showed the transfer is already redeemed (another submission won a race):
+    the worker completes it as already redeemed, as if ``is_redeemed`` had said so."""
 
 
 class UnknownSubmissionError(AdapterError):

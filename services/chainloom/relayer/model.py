@@ -279,12 +279,19 @@ class FailureDecision:
 
 
 def after_failure(
-    request: RelayRequest, error: str, *, now: float, policy: RetryPolicy, rng: random.Random
+    request: RelayRequest,
+    error: str,
+    *,
+    now: float,
+    policy: RetryPolicy,
+    rng: random.Random,
+    for_good: bool = False,
 ) -> FailureDecision:
-    """A failed attempt: one more retry with backoff, or Failed once past ``max_retries``."""
+    """A failed attempt: one more retry with backoff, or Failed once past ``max_retries`` (at
+    once when the chain refused it ``for_good``)."""
     error = _storable(error)
     retries = request.retries + 1
-    if retries > policy.max_retries:
+    if for_good or retries > policy.max_retries:
         failed = replace(
             request, retries=retries, last_error=error, next_attempt_at=0.0, submission_id=None
         )

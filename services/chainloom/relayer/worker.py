@@ -42,7 +42,9 @@ from chainloom import telemetry
 from chainloom.backoff import Backoff
 from chainloom.relayer.adapters import ChainAdapter
 from chainloom.relayer.errors import (
+    AlreadyRedeemedError,
     LeaseLostError,
+    RefusedForGoodError,
     TablesUnavailableError,
     UnknownSubmissionError,
 )
@@ -412,6 +414,16 @@ class Worker:
                 )
         except LeaseLostError:
             raise
+        except AlreadyRedeemedError:
+            return Move(
+                request,
+                Table.IN_WORK,
+                Table.COMPLETED,
+                worker_id=self.worker_id,
+                outcome=Outcome.ALREADY_REDEEMED,
+            )
+        except RefusedForGoodError as exc:
+            return self._failure(request, f"{type(exc).__name__}: {exc}", for_good=True)
         except Exception as exc:  # any chain failure is retried with backoff, then Failed
             return self._failure(request, f"{type(exc).__name__}: {exc}")
         now = self._clock()
@@ -423,11 +435,11 @@ class Worker:
             score=now + self.settings.first_check,
         )
 
-    def _failure(self, request: RelayRequest, error: str) -> Move:
+    def _failure(self, request: RelayRequest, error: str, *, for_good: bool = False) -> Move:
         self.counters.failed_attempts += 1
         now = self._clock()
         decision = after_failure(
-            request, error, now=now, policy=self.settings.policy, rng=self._rng
+            request, error, now=now, policy=self.settings.policy, rng=self._rng, for_good=for_good
         )
         if decision.destination is Table.FAILED:
             logger.warning(

@@ -22,6 +22,8 @@ from chainloom.stack._model import CleansUp, Component, Progress, Running, Silen
 from chainloom.stack._paths import run_dir
 from chainloom.stack.components.bigtable import BigtableEmulator
 from chainloom.stack.components.cassandra import Cassandra
+from chainloom.stack.components.evm import CHAINS as EVM_CHAINS
+from chainloom.stack.components.evm import Geth, Solc
 from chainloom.stack.components.image import ChainloomImage
 from chainloom.stack.components.kubernetes import (
     Etcd,
@@ -56,6 +58,8 @@ _COMPONENTS: tuple[Component, ...] = (
     ApiserverRelay(),
     ChainloomImage(),
     ChainloomSparkImage(),  # in no group: built only when asked for (stack image --spark)
+    Solc(),
+    *(Geth(chain) for chain in EVM_CHAINS),
 )
 BY_NAME: dict[str, Component] = {component.name: component for component in _COMPONENTS}
 
@@ -63,9 +67,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "kubernetes": ("kubectl", "helm", "etcd", "kube-apiserver"),
     "full": ("kube-controller-manager", "kube-scheduler", "kwok"),
     "node": ("containerd", "kubelet", "kube-proxy", "apiserver-relay", "chainloom-image"),
+    "geth": tuple(chain.component for chain in EVM_CHAINS),
+    "evm": ("solc", *(chain.component for chain in EVM_CHAINS)),
 }
 """Shorthands for ``--only``: ``kubernetes`` is the API server tier, ``full`` adds the
-controllers and KWOK's simulated node, ``node`` a real node running real containers."""
+controllers and KWOK's simulated node, ``node`` a real node running real containers, ``geth``
+the two dev EVM chains and ``evm`` those and the Solidity compiler (``--evm``)."""
 
 _GROUP_NEEDS: dict[str, tuple[str, ...]] = {
     "full": ("kubernetes",),
@@ -119,7 +126,9 @@ def _save_state(state: dict[str, Running]) -> None:
     tmp.rename(path)
 
 
-def resolve(names: Iterable[str], *, full: bool = False, node: bool = False) -> list[str]:
+def resolve(
+    names: Iterable[str], *, full: bool = False, node: bool = False, evm: bool = False
+) -> list[str]:
     """Expand groups and dependencies of ``names`` into start order."""
     wanted: set[str] = set()
 
@@ -142,6 +151,8 @@ def resolve(names: Iterable[str], *, full: bool = False, node: bool = False) -> 
         add("otel")
     if node:
         add("node")
+    if evm:
+        add("evm")
     return [component.name for component in _COMPONENTS if component.name in wanted]
 
 
@@ -154,11 +165,12 @@ def up(
     *,
     full: bool = False,
     node: bool = False,
+    evm: bool = False,
     progress: Progress | None = None,
 ) -> dict[str, Running]:
     """Install what is missing and start what is not running; return the wanted components."""
     progress = progress or SilentProgress()
-    order = resolve(names, full=full, node=node)
+    order = resolve(names, full=full, node=node, evm=evm)
     for name in order:
         # Installing (which may build for many minutes) holds only that component's own
         # install lock, so another session can use the components that are already running.
@@ -267,7 +279,7 @@ def down(names: Iterable[str] | None = None) -> list[str]:
             stopped.append(name)
         _save_state(state)
         if not state:
-            for leftover in ("redis", "cassandra", "etcd", "kwok", "node"):
+            for leftover in ("redis", "cassandra", "etcd", "kwok", "node", *GROUPS["geth"]):
                 shutil.rmtree(run_dir() / leftover, ignore_errors=True)
         return stopped
 

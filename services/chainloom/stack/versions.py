@@ -36,3 +36,9 @@ OTEL_COLLECTOR = "v0.165.0"
 OTEL_COLLECTOR_STABLE = "v1.71.0"
 """The collector's stable-numbered modules released with :data:`OTEL_COLLECTOR` (confmap
 providers)."""
+
+GETH = "v1.17.10"
+"""geth from ``github.com/ethereum/go-ethereum/cmd/geth``: the two dev chains (``--evm``)."""
+
+SOLC = "0.8.37"
+"""solcjs from npm (``solc``): compiles the project's contracts (``chainloom evm compile``)."""

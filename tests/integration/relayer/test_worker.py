@@ -12,7 +12,7 @@ import redis
 
 from chainloom.backoff import Backoff
 from chainloom.relayer.config import RelayerSettings
-from chainloom.relayer.errors import LeaseLostError
+from chainloom.relayer.errors import AlreadyRedeemedError, LeaseLostError, RefusedForGoodError
 from chainloom.relayer.model import RetryPolicy, Table
 from chainloom.relayer.service import build_worker
 from chainloom.relayer.tables import RelayTables
@@ -377,3 +377,39 @@ def test_the_worker_backoff_setting_is_the_retry_schedule_whatever_its_multiplie
         13.5,
         30.0,
     ]
+
+
+class _RefusingChain(InProcessAdapter):
+    """A chain whose submissions say 'already redeemed' or 'never' for chosen digests."""
+
+    def __init__(self, chain_id: int, *, already: set[bytes], never: set[bytes]) -> None:
+        super().__init__(chain_id)
+        self.already = already
+        self.never = never
+
+    def submit(self, vaa: bytes, wallet: Wallet) -> str:
+        if vaa in self.already:
+            raise AlreadyRedeemedError("execution reverted: transfer already completed")
+        if vaa in self.never:
+            raise RefusedForGoodError("execution reverted: unknown emitter")
+        return super().submit(vaa, wallet)
+
+
+def test_a_chain_refusal_for_good_fails_at_once_and_already_redeemed_completes(
+    tables, wallet_a, transfers
+):
+    batch = transfers[:6]
+    chain = _RefusingChain(2, already={batch[0].vaa}, never={batch[1].vaa})
+    tables.enqueue_many(batch)
+    worker = Worker(tables, chain, wallet_a, FAST)
+    drain(worker)
+    worker.close()
+    failed = tables.failed()
+    assert [r.digest for r in failed] == [batch[1].digest]
+    assert failed[0].retries == 1
+    assert failed[0].last_error == "RefusedForGoodError: execution reverted: unknown emitter"
+    log = tables.completed_log(2)
+    assert log[batch[0].digest]["outcome"] == "already_redeemed"
+    assert worker.counters.already_redeemed == 1
+    assert worker.counters.failed_final == 1
+    assert {r.digest for r in batch[2:]} == {s.digest for s in chain.submissions}
