@@ -25,11 +25,12 @@ from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.service import locate
 from chainloom.settings import BigtableSettings
 from chainloom.stack._model import SilentProgress
+from chainloom.stack.components.image import build_image, import_if_changed
 from chainloom.stack.components.node import NODE_NAME
 from chainloom.stack.components.spark_image import (
     SPARK_IMAGE,
-    build_spark_image,
-    import_if_changed,
+    SPARK_IMAGE_REFERENCE,
+    SPARK_RECIPE,
 )
 from chainloom.wormhole import parse_vaa
 from tests.conftest import NodeCluster
@@ -53,8 +54,9 @@ def spark_image(node_cluster: NodeCluster) -> str:
     """``chainloom-spark:dev`` of this checkout in the node's containerd (built and imported
     only when it changed: a cold build takes minutes, docs/stack.md)."""
     state = json.loads((node_cluster.run_dir / "state.json").read_text())
-    archive, _ = build_spark_image(SilentProgress())
-    import_if_changed(Path(state["containerd"]["extra"]["socket"]), archive)
+    archive, _ = build_image(SPARK_RECIPE, SilentProgress())
+    socket = Path(state["containerd"]["extra"]["socket"])
+    import_if_changed(socket, archive, SPARK_IMAGE_REFERENCE)
     return SPARK_IMAGE
 
 

@@ -24,7 +24,7 @@ from chainloom.stack.components.bigtable import BigtableEmulator
 from chainloom.stack.components.cassandra import Cassandra
 from chainloom.stack.components.evm import CHAINS as EVM_CHAINS
 from chainloom.stack.components.evm import Geth, Solc
-from chainloom.stack.components.image import ChainloomImage
+from chainloom.stack.components.image import PLAIN_RECIPE, NodeImage
 from chainloom.stack.components.kubernetes import (
     Etcd,
     Helm,
@@ -37,7 +37,7 @@ from chainloom.stack.components.kubernetes import (
 from chainloom.stack.components.node import ApiserverRelay, Containerd, Kubelet, KubeProxy
 from chainloom.stack.components.otel import OtelCollector
 from chainloom.stack.components.redis import Redis
-from chainloom.stack.components.spark_image import ChainloomSparkImage
+from chainloom.stack.components.spark_image import SPARK_RECIPE
 from chainloom.stack.errors import StackError, UnknownComponentError
 
 _COMPONENTS: tuple[Component, ...] = (
@@ -56,8 +56,8 @@ _COMPONENTS: tuple[Component, ...] = (
     Kubelet(),
     KubeProxy(),
     ApiserverRelay(),
-    ChainloomImage(),
-    ChainloomSparkImage(),  # in no group: built only when asked for (stack image --spark)
+    NodeImage(PLAIN_RECIPE),
+    NodeImage(SPARK_RECIPE),  # in no group: built only when asked for (stack image --spark)
     Solc(),
     *(Geth(chain) for chain in EVM_CHAINS),
 )

@@ -54,9 +54,9 @@ def test_image_hash_follows_the_source_tree(tmp_path: Path) -> None:
     source = tmp_path / "services" / "pkg"
     source.mkdir(parents=True)
     (source / "mod.py").write_text("A = 1\n")
-    before = image.input_hash(tmp_path)
+    before = image.PLAIN_RECIPE.input_hash(tmp_path)
     (source / "__pycache__").mkdir()
     (source / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"\0")
-    assert image.input_hash(tmp_path) == before  # byte code is not an input
+    assert image.PLAIN_RECIPE.input_hash(tmp_path) == before  # byte code is not an input
     (source / "mod.py").write_text("A = 2\n")
-    assert image.input_hash(tmp_path) != before
+    assert image.PLAIN_RECIPE.input_hash(tmp_path) != before

@@ -26,27 +26,27 @@ def checkout(tmp_path: Path) -> Path:
 def test_the_spark_hash_follows_the_sources_and_differs_from_the_plain_one(
     checkout: Path,
 ) -> None:
-    before = spark_image.spark_input_hash(checkout)
-    assert before != image.input_hash(checkout)
+    before = spark_image.SPARK_RECIPE.input_hash(checkout)
+    assert before != image.PLAIN_RECIPE.input_hash(checkout)
     (checkout / "services" / "chainloom" / "__init__.py").write_text("x = 1\n")
-    assert spark_image.spark_input_hash(checkout) != before
+    assert spark_image.SPARK_RECIPE.input_hash(checkout) != before
 
 
 def test_cache_names_escape_the_plain_images_clean_up(
     checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CHAINLOOM_CACHE", str(tmp_path / "cache"))
-    archive = spark_image.spark_image_archive(spark_image.spark_input_hash(checkout))
-    dependencies = spark_image.spark_dependencies_dir(checkout)
+    archive = spark_image.SPARK_RECIPE.archive(spark_image.SPARK_RECIPE.input_hash(checkout))
+    dependencies = spark_image.SPARK_RECIPE.dependencies_dir(checkout)
     # image.py removes other chainloom-*.oci.tar archives and chainloom-dependencies-* trees.
     assert not fnmatch.fnmatch(archive.name, "chainloom-*.oci.tar")
     assert not fnmatch.fnmatch(dependencies.name, "chainloom-dependencies-*")
-    assert spark_image.spark_base_dir() != image.base_rootfs_dir()
-    assert archive.parent == image.image_archive("0" * 64).parent
+    assert spark_image.SPARK_RECIPE.base_dir() != image.PLAIN_RECIPE.base_dir()
+    assert archive.parent == image.PLAIN_RECIPE.archive("0" * 64).parent
 
 
 def test_the_image_runs_as_nobody_with_java_home_set() -> None:
-    config = spark_image.spark_image_config("abc")
+    config = spark_image.SPARK_RECIPE.image_config("abc")
     assert f"JAVA_HOME={spark_image.JAVA_HOME}" in config.env
     assert config.user == "10001:10001"
     assert config.labels["io.chainloom.variant"] == "spark"
