@@ -11,18 +11,6 @@ from chainloom.stack.components import image, spark_image
 from chainloom_spark.settings import KubernetesSettings
 
 
-@pytest.fixture
-def checkout(tmp_path: Path) -> Path:
-    root = tmp_path / "src"
-    (root / "services" / "chainloom").mkdir(parents=True)
-    (root / "services" / "chainloom" / "__init__.py").write_text("")
-    for tree in ("operator", "spark-apps"):
-        (root / tree).mkdir()
-    (root / "pyproject.toml").write_text("[project]\nname = 'chainloom'\n")
-    (root / "README.md").write_text("readme\n")
-    return root
-
-
 def test_the_spark_hash_follows_the_sources_and_differs_from_the_plain_one(
     checkout: Path,
 ) -> None:

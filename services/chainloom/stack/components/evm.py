@@ -31,6 +31,7 @@ from chainloom.stack._model import Progress, Running
 from chainloom.stack._paths import cache_dir
 from chainloom.stack._process import choose_port, reuse_port, run, spawn, wait_until
 from chainloom.stack.components._go import go_binary
+from chainloom.stack.components._tool import InstalledTool
 from chainloom.stack.errors import InstallError, MissingToolError, StackError
 
 PERIOD_VARIABLE = "CHAINLOOM_GETH_PERIOD"
@@ -253,26 +254,16 @@ class Geth:
         return f"geth {version.removesuffix('-stable')} (EVM chain {chain_id})"
 
 
-class Solc:
+class Solc(InstalledTool):
     """solcjs, the Solidity compiler the project's contracts are built with (a tool)."""
 
     name = "solc"
-    requires: tuple[str, ...] = ()
+
+    def _binary(self) -> Path:
+        return solcjs_path()
 
     def install(self, progress: Progress) -> None:
         install_solc(progress)
-
-    def start(
-        self,
-        run_dir: Path,
-        deps: dict[str, Running],
-        progress: Progress,
-        previous: Running | None,
-    ) -> Running:
-        del run_dir, deps, progress, previous
-        binary = solcjs_path()
-        running = Running(self.name, "", str(binary), 0, "", extra={"bin_dir": str(binary.parent)})
-        return Running(self.name, self.check(running), running.address, 0, "", extra=running.extra)
 
     def check(self, running: Running) -> str:
         output = run([running.address, "--version"], timeout=60).stdout.strip()

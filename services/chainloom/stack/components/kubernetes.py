@@ -29,6 +29,7 @@ from chainloom.stack._model import Progress, Running
 from chainloom.stack._paths import cache_dir
 from chainloom.stack._process import choose_port, reuse_port, run, spawn, wait_until
 from chainloom.stack.components._go import go_binary
+from chainloom.stack.components._tool import InstalledTool
 from chainloom.stack.errors import InstallError, MissingToolError, StartError
 
 _K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
@@ -399,32 +400,7 @@ def _binary_version(binary: Path) -> str:
 # Components
 
 
-class _InstalledTool:
-    """A command-line tool the stack installs but does not run (pid 0, address = its path)."""
-
-    name = ""
-    requires: tuple[str, ...] = ()
-
-    def _binary(self) -> Path:
-        raise NotImplementedError
-
-    def start(
-        self,
-        run_dir: Path,
-        deps: dict[str, Running],
-        progress: Progress,
-        previous: Running | None,
-    ) -> Running:
-        del previous  # an installed tool, not a server: nothing to restart
-        binary = self._binary()
-        running = Running(self.name, "", str(binary), 0, "", extra={"bin_dir": str(binary.parent)})
-        return Running(self.name, self.check(running), running.address, 0, "", extra=running.extra)
-
-    def check(self, running: Running) -> str:
-        raise NotImplementedError
-
-
-class Kubectl(_InstalledTool):
+class Kubectl(InstalledTool):
     """kubectl of the same version as the API server."""
 
     name = "kubectl"
@@ -440,7 +416,7 @@ class Kubectl(_InstalledTool):
         return str(json.loads(output)["clientVersion"]["gitVersion"])
 
 
-class Helm(_InstalledTool):
+class Helm(InstalledTool):
     """helm, for installing the chart against the local API server."""
 
     name = "helm"
