@@ -303,8 +303,8 @@ def build_image(recipe: ImageRecipe, progress: Progress) -> tuple[Path, str]:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir()
         try:
-            rootfs = dependencies / "rootfs"
-            _build_into(recipe, work, rootfs, root, archive, inputs=inputs, progress=progress)
+            base = dependencies / "rootfs"
+            _build_into(recipe, work, base, root, archive, inputs=inputs, progress=progress)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         for old in archive.parent.glob(f"{recipe.archive_cache}-*.oci.tar"):
@@ -403,7 +403,7 @@ def _build_dependencies(recipe: ImageRecipe, root: Path, progress: Progress) -> 
 def _build_into(
     recipe: ImageRecipe,
     work: Path,
-    dependencies: Path,
+    dependencies_rootfs: Path,
     root: Path,
     archive: Path,
     *,
@@ -413,7 +413,7 @@ def _build_into(
     progress.step("building the chainloom wheel and installing it into the dependencies' copy")
     pip_wheel(root, work / "wheels", "--no-deps", str(root))
     rootfs = work / "rootfs"
-    copy_tree(dependencies, rootfs)
+    copy_tree(dependencies_rootfs, rootfs)
     pip_install_offline(rootfs, work / "wheels", "--no-deps", "chainloom")
     add_user(rootfs)
     for source, placed in recipe.files:
