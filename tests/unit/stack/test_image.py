@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from chainloom.stack.components.image import PLAIN_RECIPE
+from chainloom.stack.components.image import PLAIN_RECIPE, ImageRecipe
 from chainloom.stack.components.spark_image import SPARK_RECIPE
 
 
@@ -20,20 +20,33 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHAINLOOM_CACHE", str(tmp_path / "cache"))
 
 
-def test_the_plain_images_keys_are_unchanged(checkout: Path) -> None:
-    inputs = PLAIN_RECIPE.input_hash(checkout)
-    assert inputs == "6b8f0a350acd77585f560756c5b4ef20d9cf69072a8a3ecf63a674506fe08012"
-    assert PLAIN_RECIPE.base_dir().name == "debian-bookworm-python-e8c854b5"
-    assert PLAIN_RECIPE.dependencies_dir(checkout).name == "chainloom-dependencies-b2b9f04d3d92"
-    assert PLAIN_RECIPE.archive(inputs).name == "chainloom-6b8f0a350acd7758.oci.tar"
-
-
-def test_the_spark_images_keys_are_unchanged(checkout: Path) -> None:
-    inputs = SPARK_RECIPE.input_hash(checkout)
-    assert inputs == "d024951028dca364fa125a36f15340a7119a4d675e6345e3060dc1306af8dd35"
-    assert SPARK_RECIPE.base_dir().name == "debian-bookworm-python-java-6aff8f3d"
-    assert SPARK_RECIPE.dependencies_dir(checkout).name == "spark-dependencies-7869a0aad5ac"
-    assert SPARK_RECIPE.archive(inputs).name == "spark-d024951028dca364.oci.tar"
+@pytest.mark.parametrize(
+    ("recipe", "inputs", "base", "dependencies", "archive"),
+    [
+        (
+            PLAIN_RECIPE,
+            "6b8f0a350acd77585f560756c5b4ef20d9cf69072a8a3ecf63a674506fe08012",
+            "debian-bookworm-python-e8c854b5",
+            "chainloom-dependencies-b2b9f04d3d92",
+            "chainloom-6b8f0a350acd7758.oci.tar",
+        ),
+        (
+            SPARK_RECIPE,
+            "d024951028dca364fa125a36f15340a7119a4d675e6345e3060dc1306af8dd35",
+            "debian-bookworm-python-java-6aff8f3d",
+            "spark-dependencies-7869a0aad5ac",
+            "spark-d024951028dca364.oci.tar",
+        ),
+    ],
+    ids=["plain", "spark"],
+)
+def test_the_cache_keys_are_unchanged(
+    checkout: Path, recipe: ImageRecipe, inputs: str, base: str, dependencies: str, archive: str
+) -> None:
+    assert recipe.input_hash(checkout) == inputs
+    assert recipe.base_dir().name == base
+    assert recipe.dependencies_dir(checkout).name == dependencies
+    assert recipe.archive(inputs).name == archive
 
 
 def test_the_plain_image_runs_chainloom_without_a_variant_label() -> None:
