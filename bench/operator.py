@@ -14,7 +14,8 @@ labelled ``chainloom.io/bench``) and removes at the end.
    peak RSS is its ``VmHWM``.
 
 Printed: both times, their ratio, and the peak RSS. The issue's goal: with ``--pools 1000``,
-at most 2x the bare time and at most 150 MB.
+at most 2x the bare time and at most 150 MB. An error of the API server (a full ClusterIP range,
+say) or an unreachable one ends the bench with one line on stderr and exit code 1.
 """
 
 from __future__ import annotations
@@ -177,17 +178,49 @@ def remove_nodes(names: list[str]) -> None:
         client.CoreV1Api(api).delete_node(name)
 
 
+def api_error_line(error: Exception) -> str:
+    """One line for an error of the Kubernetes client: the API server's own message (the
+    ``message`` of its Status body) with the HTTP status, else the error's text."""
+    status, body = getattr(error, "status", None), getattr(error, "body", None)
+    message = ""
+    if isinstance(body, (str, bytes)) and body:
+        try:
+            document = json.loads(body)
+        except ValueError:
+            document = None
+        if isinstance(document, dict):
+            message = str(document.get("message") or "")
+    if not message:
+        message = str(getattr(error, "reason", "") or error)
+    line = " ".join(message.split())
+    return f"bench/operator: the API server answered {status}: {line}" if status else \
+        f"bench/operator: {line}"  # fmt: skip
+
+
 def main() -> None:
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=100, help="RelayerPools (the goal: 1000).")
     args = parser.parse_args()
-    nodes = add_nodes(args.pools)
+    if not os.environ.get("KUBECONFIG"):
+        raise SystemExit('bench/operator: set KUBECONFIG (eval "$(chainloom stack env)")')
     try:
-        ceiling = bare(args.pools)
-        elapsed, peak = with_operator(args.pools)
+        run(args.pools)
+    except (ApiException, HTTPError) as error:
+        raise SystemExit(api_error_line(error)) from None
+
+
+def run(pools: int) -> None:
+    """Both measurements on the bench's own KWOK nodes; prints the figures as JSON."""
+    nodes = add_nodes(pools)
+    try:
+        ceiling = bare(pools)
+        elapsed, peak = with_operator(pools)
     finally:
         remove_nodes(nodes)
-    figures = {"pools": args.pools, "bare_seconds": round(ceiling, 1),
+    figures = {"pools": pools, "bare_seconds": round(ceiling, 1),
                "operator_seconds": round(elapsed, 1), "ratio": round(elapsed / ceiling, 2),
                "operator_peak_rss_mb": round(peak)}  # fmt: skip
     print(json.dumps(figures))

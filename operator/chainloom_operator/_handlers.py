@@ -46,6 +46,7 @@ from chainloom_operator._render.status import (
     Failure,
     driver_pod_name,
     driver_summary,
+    last_run_name,
     pipeline_status,
     relayer_pool_status,
     summary_patch,
@@ -276,8 +277,13 @@ def refresh_pipeline_status(
         kinds = (SPARK_KINDS[1],) if spec.schedule is not None else (SPARK_KINDS[0],)
     children = cluster.children(owner, kinds)
     child = children[0] if children else None
-    # A finished run's counts: its driver pod's termination message (kept once the pod is gone).
-    driver = driver_pod_name(child) if spec.mode == "batch" and spec.schedule is None else ""
+    # A finished run's counts: its driver pod's termination message (kept once the pod is gone);
+    # a schedule's from its last run, the SparkApplication the spark-operator names in its status.
+    application = child
+    if spec.mode == "batch" and spec.schedule is not None:
+        run = last_run_name(child)
+        application = cluster.get(*SPARK_KINDS[0], owner.namespace, run) if run else None
+    driver = driver_pod_name(application) if spec.mode == "batch" else ""
     summary = driver_summary(cluster.get_pod(owner.namespace, driver)) if driver else {}
     previous_summary = (body.get("status") or {}).get("summary") or {}
     status = pipeline_status(spec, child,

@@ -152,6 +152,16 @@ class Cluster:
             raise
         return found
 
+    def get(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """Any namespaced object (a scheduled run's SparkApplication), or None when it is gone."""
+        try:
+            found: dict[str, Any] = (
+                self._resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
+            )
+        except NotFoundError:
+            return None
+        return found
+
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """A pod as the API server returns it (camelCase keys), or None when it is gone."""
         try:

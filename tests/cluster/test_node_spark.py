@@ -7,6 +7,8 @@ No spark-operator controller runs here, so the test plays its two parts: it star
 from the SparkApplication's spec (container ``spark-kubernetes-driver``, as Spark names it) and,
 once the pod has ended, writes the application's status as the controller would (``COMPLETED``,
 ``driverInfo.podName``) through the status subresource. The operator does the rest for real.
+A scheduled pipeline's counts come the same way, from the run its ScheduledSparkApplication
+names in ``status.lastRunName``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from chainloom.stack.components.spark_image import (
     SPARK_RECIPE,
 )
 from chainloom.wormhole import parse_vaa
+from tests.cluster.node_support import NODE_IMAGE
 from tests.conftest import NodeCluster
 from tests.operator_support import (
     OperatorProcess,
@@ -223,3 +226,84 @@ def test_a_pipelines_job_runs_on_the_node_writes_bigtable_and_its_counts_reach_t
         return status["state"] == "RUNNING" and not status.get("summary")
 
     wait_for(cleared, timeout=60, what="the summary cleared for the rerun")
+
+
+def test_a_schedules_last_run_reaches_the_status_with_its_counts(
+    node_cluster: NodeCluster, node_namespace: str, operator_on_node_api: OperatorProcess
+) -> None:
+    """A scheduled pipeline: the operator follows the ScheduledSparkApplication's
+    ``status.lastRunName`` to that run's SparkApplication and its driver pod's termination
+    message. The test plays the absent controller again: it starts the run's driver (a pod of
+    the chainloom image on the node that writes a summary as the job does and exits), records
+    the run as COMPLETED, then names it in the schedule's status."""
+    kubeconfig, namespace = node_cluster.kubeconfig, node_namespace
+    resources: list[dict[str, Any]] = [
+        {"apiVersion": "chainloom.io/v1alpha1", "kind": "BackendTable",
+         "metadata": {"name": "events"},
+         "spec": {"backend": "bigtable", "bigtable": {"table": f"events-{namespace}"}}},
+        {"apiVersion": "chainloom.io/v1alpha1", "kind": "IngestPipeline",
+         "metadata": {"name": "nightly"},
+         "spec": {"mode": "batch", "sink": "events", "schedule": "0 2 * * *",
+                  "batch": {"job": "vaa-ingest", "input": f"{INPUT_DIR}/vaas.txt"}}},
+    ]  # fmt: skip
+    for resource in resources:
+        kubectl(kubeconfig, "-n", namespace, "apply", "--server-side", "-f", "-",
+                stdin=yaml.safe_dump(resource))  # fmt: skip
+    schedule = wait_for(
+        lambda: json.loads(
+            kubectl(kubeconfig, "-n", namespace, "get", "scheduledsparkapplication", "nightly",
+                    "-o", "json", check=False).stdout or "null"
+        ),
+        what="the rendered ScheduledSparkApplication",
+    )  # fmt: skip
+
+    # The run's driver: a real container that leaves the job's kind of summary behind.
+    run, driver = "nightly-1764000000", "nightly-1764000000-driver"
+    summary = {"job": "vaa-ingest", "read": 41, "new": 37, "duplicates": 3, "refused": 1}
+    write = f"open('/dev/termination-log', 'w').write({json.dumps(json.dumps(summary))})"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": driver},
+           "spec": {"restartPolicy": "Never",
+                    "nodeSelector": {"kubernetes.io/hostname": NODE_NAME},
+                    "containers": [{"name": DRIVER_CONTAINER, "image": NODE_IMAGE,
+                                    "imagePullPolicy": "Never",
+                                    "command": ["python3", "-c", write]}]}}  # fmt: skip
+    kubectl(kubeconfig, "-n", namespace, "apply", "-f", "-", stdin=json.dumps(pod))
+
+    def ended() -> dict[str, Any] | None:
+        found: dict[str, Any] = kubectl_json(kubeconfig, "-n", namespace, "get", "pod", driver)
+        return found if found["status"].get("phase") in ("Succeeded", "Failed") else None
+
+    finished_pod = wait_for(ended, timeout=180, every=1, what="the run's driver pod to end")
+    assert finished_pod["status"]["phase"] == "Succeeded", finished_pod["status"]
+
+    # The controller's part: the run (owned by the schedule, from its template) finished ...
+    application = {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+        "metadata": {"name": run, "labels": schedule["metadata"].get("labels", {}),
+                     "ownerReferences": [{"apiVersion": schedule["apiVersion"],
+                                          "kind": "ScheduledSparkApplication",
+                                          "name": "nightly",
+                                          "uid": schedule["metadata"]["uid"],
+                                          "controller": True}]},
+        "spec": schedule["spec"]["template"],
+    }  # fmt: skip
+    kubectl(kubeconfig, "-n", namespace, "apply", "-f", "-", stdin=json.dumps(application))
+    completed = {"status": {"applicationState": {"state": "COMPLETED"},
+                            "driverInfo": {"podName": driver}}}  # fmt: skip
+    kubectl(kubeconfig, "-n", namespace, "patch", "sparkapplication", run,
+            "--subresource=status", "--type=merge", "-p", json.dumps(completed))  # fmt: skip
+    # ... and the schedule names it as its last run.
+    scheduled = {"status": {"scheduleState": "Scheduled", "lastRunName": run,
+                            "lastRun": "2026-11-24T02:00:00Z",
+                            "nextRun": "2026-11-25T02:00:00Z"}}  # fmt: skip
+    kubectl(kubeconfig, "-n", namespace, "patch", "scheduledsparkapplication", "nightly",
+            "--subresource=status", "--type=merge", "-p", json.dumps(scheduled))  # fmt: skip
+    expected = {k: v for k, v in summary.items() if isinstance(v, int)}
+
+    def counted() -> dict[str, Any] | None:
+        status = kubectl_json(kubeconfig, "-n", namespace, "get", "ipl", "nightly").get("status")
+        found = status or {}
+        wanted = (found.get("state"), found.get("lastRun"), found.get("summary"))
+        return found if wanted == ("Scheduled", run, expected) else None
+
+    wait_for(counted, timeout=60, what="the last run's counts in the IngestPipeline's status")

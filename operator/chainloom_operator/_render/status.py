@@ -197,6 +197,14 @@ def driver_pod_name(application: Mapping[str, Any] | None) -> str:
     return str((status.get("driverInfo") or {}).get("podName") or "")
 
 
+def last_run_name(schedule: Mapping[str, Any] | None) -> str:
+    """The SparkApplication of a ScheduledSparkApplication's latest run ('' before the first):
+    ``status.lastRunName``, as the spark-operator records it when it creates the run. Its
+    driver pod's summary (:func:`driver_pod_name`, :func:`driver_summary`) is the pipeline's
+    once that run has finished."""
+    return str(((schedule or {}).get("status") or {}).get("lastRunName") or "")
+
+
 def driver_summary(pod: Mapping[str, Any] | None) -> dict[str, int]:
     """The job's counts from its driver pod: the top-level integers of the JSON termination
     message the job wrote (:mod:`chainloom_spark.termination`) and Kubernetes copied into
@@ -253,7 +261,7 @@ def pipeline_status(
 ) -> IngestPipelineStatus:
     """The pipeline's status from its observed child (SparkApplication, schedule or Deployment)
     and, once a SparkApplication has finished, its job's ``summary`` counts
-    (:func:`driver_summary` of its driver pod)."""
+    (:func:`driver_summary` of its driver pod; for a schedule, of its last finished run's)."""
     name = (child or {}).get("metadata", {}).get("name", "")
     child_status = (child or {}).get("status") or {}
     state, last_run = "", ""
@@ -291,7 +299,7 @@ def pipeline_status(
         application=name,
         state=state,
         last_run=last_run,
-        summary=dict(summary or {}) if state in FINISHED_STATES else {},
+        summary=dict(summary or {}) if state in FINISHED_STATES or last_run else {},
     )
 
 

@@ -11,6 +11,7 @@ from chainloom_operator._render.status import (
     conditions,
     driver_pod_name,
     driver_summary,
+    last_run_name,
     pipeline_status,
     relayer_pool_status,
     summary_patch,
@@ -171,3 +172,29 @@ def test_a_rerun_clears_the_last_runs_counts_in_the_merge_patch() -> None:
     assert summary_patch({"read": 3, "new": 2}, {}) == {"read": None, "new": None}
     assert summary_patch({"read": 3, "new": 2}, {"read": 5}) == {"read": 5, "new": None}
     assert summary_patch({}, {"read": 5}) == {"read": 5}
+
+
+SCHEDULED = IngestPipelineSpec.model_validate(
+    {"mode": "batch", "sink": "e", "schedule": "0 2 * * *",
+     "batch": {"job": "vaa-ingest", "input": "x"}}
+)  # fmt: skip
+
+
+def test_a_schedules_last_run_is_the_name_the_spark_operator_records() -> None:
+    assert last_run_name(None) == ""
+    assert last_run_name({"status": {"scheduleState": "Scheduled"}}) == ""
+    schedule = {"status": {"scheduleState": "Scheduled", "lastRunName": "p-1732400000000000000"}}
+    assert last_run_name(schedule) == "p-1732400000000000000"
+
+
+def test_a_schedules_status_carries_its_last_runs_summary() -> None:
+    counts = {"read": 7, "new": 7}
+    before = {"metadata": {"name": "p"}, "status": {"scheduleState": "Scheduled"}}
+    status = pipeline_status(SCHEDULED, before, generation=1, previous=[], now="T",
+                             namespace="d", summary=counts)  # fmt: skip
+    assert status.summary == {}  # no run yet: nothing to show
+    after = {"metadata": {"name": "p"},
+             "status": {"scheduleState": "Scheduled", "lastRunName": "p-1"}}  # fmt: skip
+    status = pipeline_status(SCHEDULED, after, generation=1, previous=[], now="T",
+                             namespace="d", summary=counts)  # fmt: skip
+    assert (status.state, status.last_run, status.summary) == ("Scheduled", "p-1", counts)

@@ -15,6 +15,7 @@ tainted so that only pods asking for them land there: a real node (``--node``,
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import shutil
 import ssl
@@ -38,6 +39,12 @@ _STAGES = Path(__file__).parent / "kwok_stages"
 NODE_NAME = "kwok-node-0"
 KWOK_NODE_LABEL = "type=kwok"
 """KWOK manages only nodes with this label: a real node (``stack up --node``) is the kubelet's."""
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/16"
+"""ClusterIPs (65k: the 1,000-RelayerPool bench needs one per listener; a /24 ran out at 254).
+Its first address, 10.0.0.1, is the ``kubernetes`` Service's, in the serving certificate;
+the node's pod networks (10.88.x.0/24) and the host's routes lie outside it."""
+KUBERNETES_SERVICE_IP = str(next(ipaddress.ip_network(SERVICE_CLUSTER_IP_RANGE).hosts()))
+"""The ``kubernetes`` Service's ClusterIP (the range's first address), in the certificate."""
 KWOK_TAINT = "kwok.x-k8s.io/node=fake:NoSchedule"
 """The simulated nodes' taint: only pods that tolerate it (and select ``type=kwok``) land there."""
 
@@ -255,7 +262,7 @@ def ensure_pki(directory: Path) -> Path:
         return directory
     directory.mkdir(parents=True, exist_ok=True)
     sans = (
-        "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+        f"IP:127.0.0.1,IP:{KUBERNETES_SERVICE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
         "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
     )
     (directory / "server.cnf").write_text(
@@ -537,7 +544,7 @@ class KubeApiserver:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--service-cluster-ip-range=10.0.0.0/24",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             "--authorization-mode=RBAC",
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",
