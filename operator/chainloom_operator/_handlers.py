@@ -25,6 +25,7 @@ import datetime
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -53,6 +54,7 @@ from chainloom_operator._render.status import (
 )
 from chainloom_operator.config import OperatorSettings
 from chainloom_operator.errors import MissingSinkError, OperatorError, SpecError
+from chainloom_operator.metrics import OperatorMetrics
 from chainloom_operator.models import (
     GROUP,
     VERSION,
@@ -89,6 +91,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     """kopf's settings, the API client, and the BackendTable recheck thread."""
     ours: OperatorSettings = memo.get("settings") or OperatorSettings()
     memo["settings"] = ours
+    if memo.get("metrics") is None:
+        memo["metrics"] = OperatorMetrics()
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
@@ -198,11 +202,20 @@ def _reconciling(
     """Run ``reconcile``; on an OperatorError record it in status, then retry or give up."""
     cluster: Cluster = memo["cluster"]
     books: Bookkeeping = memo["books"]
+    metrics: OperatorMetrics = memo["metrics"]
     key = _key(kind, body)
+    started = time.monotonic()
     with books.lock(key):
         try:
             reconcile(cluster, body, None)
         except OperatorError as error:
+            settings: OperatorSettings = memo["settings"]
+            outcome = (
+                "invalid"
+                if isinstance(error, SpecError)
+                else ("gave_up" if retry + 1 >= settings.retries else "retry")
+            )
+            metrics.reconciled(kind, outcome, time.monotonic() - started, error.reason)
             log.warning("%s %s/%s: %s", kind, key[1], key[2], error)
             failure = books.failures[key] = Failure(error.reason, str(error))
             # With a spec the models refuse not even the status can be computed: the event
@@ -212,6 +225,7 @@ def _reconciling(
             failed = error
         else:
             books.failures.pop(key, None)
+            metrics.reconciled(kind, "ok", time.monotonic() - started, None)
             return
     _give_up_or_retry(body, failed, retry, memo["settings"])
 

@@ -46,6 +46,11 @@ class OperatorSettings(ServiceSettings):
         default="http://0.0.0.0:8080/healthz",
         description="Liveness endpoint URL (kopf's probe server); null: none.",
     )
+    metrics: str | None = Field(
+        default=None,
+        pattern=r"^[^\s/]*:[0-9]{1,5}$",
+        description="host:port of the Prometheus /metrics endpoint (port 0 picks one); null: none.",
+    )
     retries: int = Field(
         default=8,
         ge=1,

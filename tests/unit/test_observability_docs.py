@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from chainloom.indexer.metrics import IndexerCounters, IndexerMetrics, MetricsSnapshot
 from chainloom.relayer.metrics import ListenerMetrics
 from chainloom.relayer.model import Table
+from chainloom_operator.metrics import OperatorMetrics
 from tests.conftest import REPO_ROOT
 
 DOC = (REPO_ROOT / "docs" / "observability.md").read_text()
@@ -82,4 +83,23 @@ def test_indexer_metrics_parse_and_hold_every_documented_name() -> None:
     documented = {n + "_count" if n == histogram else n for n in documented}
     assert "chainloom_indexer_lag_seconds" in documented
     assert "chainloom_indexer_gaps_open" in documented
+    assert documented <= names, documented - names
+
+
+def test_operator_metrics_parse_and_hold_every_documented_name() -> None:
+    metrics = OperatorMetrics()
+    try:
+        metrics.reconciled("RelayerPool", "retry", 0.5, "MissingSecret")
+        names = _sample_names(metrics.exposition().decode())
+    finally:
+        metrics.shutdown()
+    documented = _documented(_section("### Operator"), "chainloom_operator")
+    histogram = "chainloom_operator_reconcile_duration_seconds"
+    assert histogram in documented
+    documented = {n + "_count" if n == histogram else n for n in documented}
+    assert documented == {
+        "chainloom_operator_reconciles_total",
+        "chainloom_operator_errors_total",
+        histogram + "_count",
+    }
     assert documented <= names, documented - names
