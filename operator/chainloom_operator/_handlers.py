@@ -151,6 +151,11 @@ def _previous(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     return conditions
 
 
+Reconcile = Callable[[Cluster, Mapping[str, Any], Failure | None, OperatorSettings], None]
+"""A kind's reconcile: render and apply its children (with the operator's settings: the OTLP
+endpoint the pods get), then patch its status."""
+
+
 class Bookkeeping:
     """Per-resource locks and last failures, shared by the handler threads of one operator.
 
@@ -197,7 +202,7 @@ def _give_up_or_retry(
 
 def _reconciling(
     kind: str, body: kopf.Body, memo: kopf.Memo, retry: int,
-    reconcile: Callable[[Cluster, Mapping[str, Any], Failure | None], None],
+    reconcile: Reconcile,
 ) -> None:  # fmt: skip
     """Run ``reconcile``; on an OperatorError record it in status, then retry or give up."""
     cluster: Cluster = memo["cluster"]
@@ -207,7 +212,7 @@ def _reconciling(
     started = time.monotonic()
     with books.lock(key):
         try:
-            reconcile(cluster, body, None)
+            reconcile(cluster, body, None, memo["settings"])
         except OperatorError as error:
             settings: OperatorSettings = memo["settings"]
             outcome = (
@@ -234,11 +239,13 @@ def _reconciling(
 # RelayerPool
 
 
-def reconcile_pool(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None) -> None:
+def reconcile_pool(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None,
+                   settings: OperatorSettings) -> None:  # fmt: skip
     owner = _owner("RelayerPool", body)
     spec = _spec(RelayerPoolSpec, body["spec"])
     cluster.check_secrets(owner.namespace, secret_references(spec))
-    _apply_all(cluster, owner, render_relayer_pool(owner, spec), POOL_KINDS)
+    rendered = render_relayer_pool(owner, spec, otlp_endpoint=settings.otlp_endpoint)
+    _apply_all(cluster, owner, rendered, POOL_KINDS)
     refresh_pool_status(cluster, body, failure)
 
 
@@ -271,10 +278,12 @@ def _sink(cluster: Cluster, owner: Owner, name: str) -> BackendTableSpec:
     return _spec(BackendTableSpec, found["spec"])
 
 
-def reconcile_pipeline(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None) -> None:
+def reconcile_pipeline(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None,
+                       settings: OperatorSettings) -> None:  # fmt: skip
     owner = _owner("IngestPipeline", body)
     spec = _spec(IngestPipelineSpec, body["spec"])
-    rendered = render_pipeline(owner, spec, _sink(cluster, owner, spec.sink))
+    rendered = render_pipeline(owner, spec, _sink(cluster, owner, spec.sink),
+                               otlp_endpoint=settings.otlp_endpoint)  # fmt: skip
     _apply_all(cluster, owner, rendered, PIPELINE_KINDS)
     refresh_pipeline_status(cluster, body, failure)
 
@@ -315,7 +324,9 @@ def ingest_pipeline(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> N
 # BackendTable
 
 
-def reconcile_table(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None) -> None:
+def reconcile_table(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None,
+                    settings: OperatorSettings) -> None:  # fmt: skip
+    del settings  # nothing rendered: the backend's tables only
     from chainloom_operator import _backends  # noqa: PLC0415 (its clients cost ~40 MB: loaded with the first table)
 
     owner = _owner("BackendTable", body)
@@ -411,7 +422,7 @@ def _recheck_tables(cluster: Cluster, settings: OperatorSettings, stop: threadin
             if fresh is None or fresh["metadata"].get("deletionTimestamp"):
                 continue
             try:
-                reconcile_table(cluster, fresh, None)
+                reconcile_table(cluster, fresh, None, settings)
             except OperatorError as error:
                 log.warning("BackendTable %s/%s: %s", key[1], key[2], error)
                 refresh_table_status(cluster, fresh, Failure(error.reason, str(error)))
@@ -430,7 +441,7 @@ STATUS_REFRESH: dict[str, Callable[[Cluster, Mapping[str, Any], Failure | None],
 }
 STATUS_SOURCES = ("Deployment", "SparkApplication", "ScheduledSparkApplication")
 """Children whose changes can change their owner's status."""
-RECONCILE: dict[str, Callable[[Cluster, Mapping[str, Any], Failure | None], None]] = {
+RECONCILE: dict[str, Reconcile] = {
     "RelayerPool": reconcile_pool,
     "IngestPipeline": reconcile_pipeline,
 }
@@ -465,7 +476,7 @@ def child_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
             if type == "DELETED":
                 log.info("%s %s deleted: reconciling %s %s", body.get("kind"),
                          body["metadata"]["name"], kind, name)  # fmt: skip
-                RECONCILE[kind](cluster, owner, books.failures.get(key))
+                RECONCILE[kind](cluster, owner, books.failures.get(key), memo["settings"])
             else:
                 STATUS_REFRESH[kind](cluster, owner, books.failures.get(key))
         except OperatorError as error:

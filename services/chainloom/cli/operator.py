@@ -65,6 +65,8 @@ def crds(directories: tuple[Path, ...], check: bool) -> None:
 @click.option("--priority", type=int, help="This replica's peering priority (priority).")
 @click.option("--liveness", help="Liveness endpoint URL, e.g. http://0.0.0.0:8080/healthz.")
 @click.option("--metrics", help="host:port of the Prometheus /metrics endpoint (metrics).")
+@click.option("--otlp-endpoint",
+              help="OTLP/HTTP collector the rendered pods export to (otlp_endpoint).")  # fmt: skip
 @click.option("--recheck-interval", type=float,
               help="Seconds between BackendTable schema checks (recheck_interval).")  # fmt: skip
 def run(kubeconfig: str | None, namespaces: tuple[str, ...], **options: Any) -> None:
@@ -81,6 +83,7 @@ def run(kubeconfig: str | None, namespaces: tuple[str, ...], **options: Any) -> 
         "priority": options["priority"],
         "liveness": options["liveness"],
         "metrics": options["metrics"],
+        "otlp_endpoint": options["otlp_endpoint"],
         "recheck_interval": options["recheck_interval"],
     }
     settings = load_or_exit(OperatorSettings, options["config_path"], flags)
