@@ -25,6 +25,7 @@ import datetime
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -54,6 +55,7 @@ from chainloom_operator._render.status import (
 )
 from chainloom_operator.config import OperatorSettings
 from chainloom_operator.errors import MissingSinkError, OperatorError, SpecError
+from chainloom_operator.metrics import OperatorMetrics
 from chainloom_operator.models import (
     GROUP,
     VERSION,
@@ -90,6 +92,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     """kopf's settings, the API client, and the BackendTable recheck thread."""
     ours: OperatorSettings = memo.get("settings") or OperatorSettings()
     memo["settings"] = ours
+    if memo.get("metrics") is None:
+        memo["metrics"] = OperatorMetrics()
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
@@ -148,6 +152,11 @@ def _previous(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     return conditions
 
 
+Reconcile = Callable[[Cluster, Mapping[str, Any], Failure | None, OperatorSettings], None]
+"""A kind's reconcile: render and apply its children (with the operator's settings: the OTLP
+endpoint the pods get), then patch its status."""
+
+
 class Bookkeeping:
     """Per-resource locks and last failures, shared by the handler threads of one operator.
 
@@ -194,16 +203,25 @@ def _give_up_or_retry(
 
 def _reconciling(
     kind: str, body: kopf.Body, memo: kopf.Memo, retry: int,
-    reconcile: Callable[[Cluster, Mapping[str, Any], Failure | None], None],
+    reconcile: Reconcile,
 ) -> None:  # fmt: skip
     """Run ``reconcile``; on an OperatorError record it in status, then retry or give up."""
     cluster: Cluster = memo["cluster"]
     books: Bookkeeping = memo["books"]
+    metrics: OperatorMetrics = memo["metrics"]
     key = _key(kind, body)
+    started = time.monotonic()
     with books.lock(key):
         try:
-            reconcile(cluster, body, None)
+            reconcile(cluster, body, None, memo["settings"])
         except OperatorError as error:
+            settings: OperatorSettings = memo["settings"]
+            outcome = (
+                "invalid"
+                if isinstance(error, SpecError)
+                else ("gave_up" if retry + 1 >= settings.retries else "retry")
+            )
+            metrics.reconciled(kind, outcome, time.monotonic() - started, error.reason)
             log.warning("%s %s/%s: %s", kind, key[1], key[2], error)
             failure = books.failures[key] = Failure(error.reason, str(error))
             # With a spec the models refuse not even the status can be computed: the event
@@ -213,6 +231,7 @@ def _reconciling(
             failed = error
         else:
             books.failures.pop(key, None)
+            metrics.reconciled(kind, "ok", time.monotonic() - started, None)
             return
     _give_up_or_retry(body, failed, retry, memo["settings"])
 
@@ -221,11 +240,13 @@ def _reconciling(
 # RelayerPool
 
 
-def reconcile_pool(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None) -> None:
+def reconcile_pool(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None,
+                   settings: OperatorSettings) -> None:  # fmt: skip
     owner = _owner("RelayerPool", body)
     spec = _spec(RelayerPoolSpec, body["spec"])
     cluster.check_secrets(owner.namespace, secret_references(spec))
-    _apply_all(cluster, owner, render_relayer_pool(owner, spec), POOL_KINDS)
+    rendered = render_relayer_pool(owner, spec, otlp_endpoint=settings.otlp_endpoint)
+    _apply_all(cluster, owner, rendered, POOL_KINDS)
     refresh_pool_status(cluster, body, failure)
 
 
@@ -258,10 +279,12 @@ def _sink(cluster: Cluster, owner: Owner, name: str) -> BackendTableSpec:
     return _spec(BackendTableSpec, found["spec"])
 
 
-def reconcile_pipeline(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None) -> None:
+def reconcile_pipeline(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None,
+                       settings: OperatorSettings) -> None:  # fmt: skip
     owner = _owner("IngestPipeline", body)
     spec = _spec(IngestPipelineSpec, body["spec"])
-    rendered = render_pipeline(owner, spec, _sink(cluster, owner, spec.sink))
+    rendered = render_pipeline(owner, spec, _sink(cluster, owner, spec.sink),
+                               otlp_endpoint=settings.otlp_endpoint)  # fmt: skip
     _apply_all(cluster, owner, rendered, PIPELINE_KINDS)
     refresh_pipeline_status(cluster, body, failure)
 
@@ -307,7 +330,9 @@ def ingest_pipeline(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> N
 # BackendTable
 
 
-def reconcile_table(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None) -> None:
+def reconcile_table(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None,
+                    settings: OperatorSettings) -> None:  # fmt: skip
+    del settings  # nothing rendered: the backend's tables only
     from chainloom_operator import _backends  # noqa: PLC0415 (its clients cost ~40 MB: loaded with the first table)
 
     owner = _owner("BackendTable", body)
@@ -403,7 +428,7 @@ def _recheck_tables(cluster: Cluster, settings: OperatorSettings, stop: threadin
             if fresh is None or fresh["metadata"].get("deletionTimestamp"):
                 continue
             try:
-                reconcile_table(cluster, fresh, None)
+                reconcile_table(cluster, fresh, None, settings)
             except OperatorError as error:
                 log.warning("BackendTable %s/%s: %s", key[1], key[2], error)
                 refresh_table_status(cluster, fresh, Failure(error.reason, str(error)))
@@ -422,7 +447,7 @@ STATUS_REFRESH: dict[str, Callable[[Cluster, Mapping[str, Any], Failure | None],
 }
 STATUS_SOURCES = ("Deployment", "SparkApplication", "ScheduledSparkApplication")
 """Children whose changes can change their owner's status."""
-RECONCILE: dict[str, Callable[[Cluster, Mapping[str, Any], Failure | None], None]] = {
+RECONCILE: dict[str, Reconcile] = {
     "RelayerPool": reconcile_pool,
     "IngestPipeline": reconcile_pipeline,
 }
@@ -457,7 +482,7 @@ def child_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
             if type == "DELETED":
                 log.info("%s %s deleted: reconciling %s %s", body.get("kind"),
                          body["metadata"]["name"], kind, name)  # fmt: skip
-                RECONCILE[kind](cluster, owner, books.failures.get(key))
+                RECONCILE[kind](cluster, owner, books.failures.get(key), memo["settings"])
             else:
                 STATUS_REFRESH[kind](cluster, owner, books.failures.get(key))
         except OperatorError as error:

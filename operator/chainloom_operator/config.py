@@ -46,6 +46,18 @@ class OperatorSettings(ServiceSettings):
         default="http://0.0.0.0:8080/healthz",
         description="Liveness endpoint URL (kopf's probe server); null: none.",
     )
+    metrics: str | None = Field(
+        default=None,
+        pattern=r"^[^\s/]*:[0-9]{1,5}$",
+        description="host:port of the Prometheus /metrics endpoint (port 0 picks one); null: none.",
+    )
+    otlp_endpoint: str | None = Field(
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="OTLP/HTTP endpoint of a collector (http://otel-collector:4318) the "
+        "relayer and indexer pods the operator renders export traces and metrics to "
+        "(OTEL_EXPORTER_OTLP_ENDPOINT); null: their telemetry stays off.",
+    )
     retries: int = Field(
         default=8,
         ge=1,

@@ -2,7 +2,9 @@
 
 kopf runs the handlers of :mod:`chainloom_operator._handlers` (imported for their
 registration) in this process's event loop; :func:`run` blocks until SIGINT or SIGTERM, and
-:func:`start_in_thread` runs the same operator in a background thread for tests.
+:func:`start_in_thread` runs the same operator in a background thread for tests. Both hand the
+handlers an :class:`~chainloom_operator.metrics.OperatorMetrics` (:func:`start_metrics`: its
+``/metrics`` server when ``metrics`` is set, OTLP export when ``OTEL_*`` asks for it).
 """
 
 from __future__ import annotations
@@ -15,14 +17,31 @@ from dataclasses import dataclass
 
 import kopf
 
+from chainloom import telemetry
 from chainloom_operator import _handlers
 from chainloom_operator.config import OperatorSettings
+from chainloom_operator.metrics import OperatorMetrics
 
-__all__ = ["RunningOperator", "run", "start_in_thread"]
+__all__ = ["RunningOperator", "run", "start_in_thread", "start_metrics"]
 assert _handlers.FINALIZER  # imported for its handlers' registration
 
 
-def _options(settings: OperatorSettings) -> dict[str, object]:
+def start_metrics(
+    settings: OperatorSettings, observed: telemetry.Telemetry | None = None
+) -> OperatorMetrics:
+    """The operator's metrics (exported over OTLP through ``observed``), served on
+    ``settings.metrics`` when set; raises OSError when that address cannot be bound."""
+    metrics = OperatorMetrics(readers=observed.otlp_metric_readers() if observed else ())
+    if settings.metrics is not None:
+        try:
+            metrics.serve(settings.metrics)
+        except BaseException:
+            metrics.shutdown()
+            raise
+    return metrics
+
+
+def _options(settings: OperatorSettings, metrics: OperatorMetrics) -> dict[str, object]:
     return {
         "clusterwide": not settings.namespaces,
         "namespaces": list(settings.namespaces),
@@ -32,15 +51,24 @@ def _options(settings: OperatorSettings) -> dict[str, object]:
             settings.priority if settings.priority is not None else random.randint(1, 2**30)  # noqa: S311 (a tie-breaker, not a secret)
         ),
         "liveness_endpoint": settings.liveness,
-        "memo": kopf.Memo(settings=settings),
+        "memo": kopf.Memo(settings=settings, metrics=metrics),
     }
 
 
-def run(settings: OperatorSettings, kubeconfig: str | None = None) -> None:
-    """Run the operator until interrupted (against ``kubeconfig``, else the current one)."""
+def run(
+    settings: OperatorSettings,
+    kubeconfig: str | None = None,
+    metrics: OperatorMetrics | None = None,
+) -> None:
+    """Run the operator until interrupted (against ``kubeconfig``, else the current one);
+    ``metrics`` (:func:`start_metrics`) is shut down at the end."""
     if kubeconfig:
         os.environ["KUBECONFIG"] = kubeconfig  # kopf's login and our client both read it
-    kopf.run(**_options(settings))  # type: ignore[arg-type]
+    metrics = metrics if metrics is not None else OperatorMetrics()
+    try:
+        kopf.run(**_options(settings, metrics))  # type: ignore[arg-type]
+    finally:
+        metrics.shutdown()
 
 
 @dataclass
@@ -53,21 +81,25 @@ class RunningOperator:
     """Set it to stop the operator."""
     ready_flag: threading.Event
     """Set by kopf once the operator watches."""
+    metrics: OperatorMetrics
+    """Its metrics (and ``/metrics`` server, when ``metrics`` is set)."""
 
     def stop(self, timeout: float = 30.0) -> None:
         self.stop_flag.set()
         self.thread.join(timeout)
+        self.metrics.shutdown()
 
 
 def start_in_thread(settings: OperatorSettings, ready_timeout: float = 60.0) -> RunningOperator:
     """Start the operator in a thread (for tests); returns once it is ready."""
     stop_flag, ready_flag = threading.Event(), threading.Event()
+    metrics = start_metrics(settings)
 
     def main() -> None:
         asyncio.run(kopf.operator(stop_flag=stop_flag, ready_flag=ready_flag,
-                                  **_options(settings)))  # type: ignore[arg-type]  # fmt: skip
+                                  **_options(settings, metrics)))  # type: ignore[arg-type]  # fmt: skip
 
     thread = threading.Thread(target=main, name="chainloom-operator", daemon=True)
     thread.start()
     ready_flag.wait(ready_timeout)
-    return RunningOperator(thread, stop_flag, ready_flag)
+    return RunningOperator(thread, stop_flag, ready_flag, metrics)

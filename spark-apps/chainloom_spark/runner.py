@@ -4,19 +4,29 @@
 CLI's error boundary around it, so :func:`run_job` is the jobs' own: the codes are those of
 docs/exit-codes.md (0 ok, 2 bad input, 3 conflict, 4 unavailable, 1 a bug, 130 interrupted),
 and the line never carries a traceback unless ``CHAINLOOM_DEBUG=1``.
+
+The driver's stages are spans (:func:`traced_job`, :func:`stage`): a ``spark.job`` root per run,
+``spark.read``, ``spark.verify_write``, ``spark.summary`` and the like under it, exported when
+the standard ``OTEL_*`` variables ask for it (``chainloom.telemetry.setup``); with nothing
+configured they cost one function call each. Executors' tasks are not traced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from enum import IntEnum
 from typing import Any, Protocol, TypeVar
 
+from opentelemetry import trace
+
+from chainloom import telemetry
 from chainloom.errors import ChainloomError, ConflictError, UnavailableError
 from chainloom.settings import SettingsError
 from chainloom_spark.errors import SINK_UNAVAILABLE_MARK, JobArgumentError
@@ -27,6 +37,7 @@ DEBUG_ENV = "CHAINLOOM_DEBUG"
 
 LOGGER_NAME = "chainloom_spark"
 """The logger every job writes its progress to."""
+_tracer = trace.get_tracer("chainloom.spark")
 
 
 class JobExit(IntEnum):
@@ -91,6 +102,24 @@ def run_job(body: Callable[[], int]) -> int:
         return int(code)
 
 
+@contextlib.contextmanager
+def traced_job(job: str) -> Iterator[None]:
+    """Run a job's body under a ``spark.job`` span (``chainloom.job``), exporting its spans
+    when ``OTEL_*`` asks (default ``service.name``: ``chainloom-spark-<job>``); the spans still
+    buffered are sent before it returns."""
+    observed = telemetry.setup(f"chainloom-spark-{job}")
+    try:
+        with telemetry.start_span(_tracer, "spark.job", attributes={"chainloom.job": job}):
+            yield
+    finally:
+        observed.shutdown()
+
+
+def stage(name: str, **attributes: str | int) -> AbstractContextManager[trace.Span]:
+    """A span ``spark.<name>`` for one driver-side stage (a no-op while tracing is off)."""
+    return telemetry.start_span(_tracer, f"spark.{name}", attributes=attributes or None)
+
+
 class Summary(Protocol):
     """What a Bigtable job's ``run`` returns: lines to print, and its JSON form."""
 
@@ -115,11 +144,12 @@ def run_table_job(
     argv: list[str] | None,
     resolve: Callable[[list[str] | None], P],
     run: Callable[[P], Summary],
+    job: str = "job",
 ) -> int:
     """The ``main`` of a job over the events table: resolve its flags and settings, run it,
     print its summary (and write it where the plan's ``summary_path`` says, and as the
     container's termination message: :mod:`chainloom_spark.termination`), within
-    :func:`run_job`'s error boundary."""
+    :func:`run_job`'s error boundary; ``job`` names its spans' service (:func:`traced_job`)."""
     setup_logging()
     warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
 
@@ -128,12 +158,14 @@ def run_table_job(
             plan = resolve(argv)
         except SettingsError as error:
             raise JobArgumentError(str(error)) from None
-        summary = run(plan)
-        for line in summary.lines():
-            print(line)
-        if plan.summary_path:
-            summary.write_json(plan.summary_path)
-        write_termination_message(summary.as_dict())
+        with traced_job(job):
+            summary = run(plan)
+            with stage("summary"):
+                for line in summary.lines():
+                    print(line)
+                if plan.summary_path:
+                    summary.write_json(plan.summary_path)
+                write_termination_message(summary.as_dict())
         return 0
 
     return run_job(body)

@@ -139,6 +139,7 @@ def test_collector_endpoint_and_grafana_dashboard_are_optional(
         for e in operator["spec"]["template"]["spec"]["containers"][0]["env"]
     }
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in env
+    assert "CHAINLOOM_OTLP_ENDPOINT" not in env
     assert env["CHAINLOOM_TELEMETRY__LOG_FORMAT"] == "text"
     _, observed = _render(
         kubeconfig, kube_namespace,
@@ -152,6 +153,7 @@ def test_collector_endpoint_and_grafana_dashboard_are_optional(
         for e in operator["spec"]["template"]["spec"]["containers"][0]["env"]
     }
     assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
+    assert env["CHAINLOOM_OTLP_ENDPOINT"] == "http://otel-collector:4318"  # for its pods
     assert env["CHAINLOOM_TELEMETRY__LOG_FORMAT"] == "json"
     board = next(
         doc for doc in observed if doc["kind"] == "ConfigMap" and "chainloom.json" in doc["data"]

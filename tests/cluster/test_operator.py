@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import copy
 import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import REPO_ROOT, StackForTests
 from tests.operator_support import (
     OperatorProcess,
     chainloom_crds,
+    free_port,
     kubectl,
     kubectl_json,
     spark_crds,
@@ -150,9 +153,37 @@ def test_relayer_pool_children_status_updates_repair_and_gc(
 
 
 def test_missing_secret_is_an_event_and_degraded_until_created(
-    operator: OperatorProcess, kube_namespace: str, kubeconfig: str
-) -> None:
-    namespace = kube_namespace
+    chainloom_crds: str, kube_namespace: str, kubeconfig: str, tmp_path: Path,
+    local_stack: StackForTests,
+) -> None:  # fmt: skip
+    local_stack.require("kwok")
+    metrics_port = free_port()
+    operator = start_operator(chainloom_crds, kube_namespace, tmp_path / "operator.log",
+                              "--metrics", f"127.0.0.1:{metrics_port}")  # fmt: skip
+    try:
+        _missing_secret_then_created(kube_namespace, kubeconfig)
+        text = _get(f"http://127.0.0.1:{metrics_port}/metrics")
+    finally:
+        operator.stop()
+    seen = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    pool = ("kind", "RelayerPool")
+    assert seen[("chainloom_operator_errors_total", (pool, ("reason", "MissingSecret")))] >= 1
+    assert seen[("chainloom_operator_reconciles_total", (pool, ("outcome", "retry")))] >= 1
+    assert seen[("chainloom_operator_reconciles_total", (pool, ("outcome", "ok")))] >= 1
+    assert seen[("chainloom_operator_reconcile_duration_seconds_count", (pool,))] >= 2
+    assert "11" * 32 not in text
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+def _missing_secret_then_created(namespace: str, kubeconfig: str) -> None:
     pool = _pool_sample()
     pool["spec"]["chains"] = pool["spec"]["chains"][1:]  # solana only: one Secret
     _apply(kubeconfig, namespace, pool)

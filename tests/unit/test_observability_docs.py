@@ -7,10 +7,10 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from chainloom.indexer.metrics import IndexerCounters, MetricsSnapshot
-from chainloom.indexer.metrics import prometheus_text as indexer_text
+from chainloom.indexer.metrics import IndexerCounters, IndexerMetrics, MetricsSnapshot
 from chainloom.relayer.metrics import ListenerMetrics
 from chainloom.relayer.model import Table
+from chainloom_operator.metrics import OperatorMetrics
 from tests.conftest import REPO_ROOT
 
 DOC = (REPO_ROOT / "docs" / "observability.md").read_text()
@@ -68,15 +68,38 @@ def test_listener_metrics_parse_and_hold_every_documented_name() -> None:
 
 def test_indexer_metrics_parse_and_hold_every_documented_name() -> None:
     counters = IndexerCounters(received=3, written=1)
-    counters.latency.observe(0.2)
     snapshot = MetricsSnapshot(
         counters=counters, rows={"new": 1}, buffer_depth=0, buffer_capacity=10,
         lag_seconds=0.0, spy_connected=True, store_up=True, spy={"connections": 1},
     )  # fmt: skip
-    names = _sample_names(indexer_text(snapshot))
+    metrics = IndexerMetrics(lambda: snapshot, counters.latency)
+    try:
+        counters.latency.observe(0.2)
+        names = _sample_names(metrics.exposition().decode())
+    finally:
+        metrics.shutdown()
     documented = _documented(_section("### Indexer"), "chainloom_indexer")
     histogram = "chainloom_indexer_write_latency_seconds"
     documented = {n + "_count" if n == histogram else n for n in documented}
     assert "chainloom_indexer_lag_seconds" in documented
     assert "chainloom_indexer_gaps_open" in documented
+    assert documented <= names, documented - names
+
+
+def test_operator_metrics_parse_and_hold_every_documented_name() -> None:
+    metrics = OperatorMetrics()
+    try:
+        metrics.reconciled("RelayerPool", "retry", 0.5, "MissingSecret")
+        names = _sample_names(metrics.exposition().decode())
+    finally:
+        metrics.shutdown()
+    documented = _documented(_section("### Operator"), "chainloom_operator")
+    histogram = "chainloom_operator_reconcile_duration_seconds"
+    assert histogram in documented
+    documented = {n + "_count" if n == histogram else n for n in documented}
+    assert documented == {
+        "chainloom_operator_reconciles_total",
+        "chainloom_operator_errors_total",
+        histogram + "_count",
+    }
     assert documented <= names, documented - names

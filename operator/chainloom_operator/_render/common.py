@@ -128,6 +128,22 @@ def placement(where: Placement) -> dict[str, Any]:
     return fields
 
 
+def telemetry_environment(
+    otlp_endpoint: str | None, service_name: str, owner: Owner
+) -> list[dict[str, Any]]:
+    """The standard ``OTEL_*`` variables of a pod that exports to ``otlp_endpoint`` (none
+    when it is None: telemetry stays off in the pod). The resource names the owner, so pods
+    of two pools are told apart in the collector."""
+    if otlp_endpoint is None:
+        return []
+    where = f"k8s.namespace.name={owner.namespace},chainloom.owner={owner.kind}/{owner.name}"
+    return [
+        {"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": otlp_endpoint},
+        {"name": "OTEL_SERVICE_NAME", "value": service_name},
+        {"name": "OTEL_RESOURCE_ATTRIBUTES", "value": where},
+    ]
+
+
 def resources(cpu: str, memory: str) -> dict[str, Any]:
     """Requests, with the memory request as the limit (no CPU limit: no throttling)."""
     return {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}}

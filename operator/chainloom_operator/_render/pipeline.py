@@ -29,6 +29,7 @@ from chainloom_operator._render.common import (
     placement,
     pod_security,
     resources,
+    telemetry_environment,
 )
 from chainloom_operator.errors import SpecError
 from chainloom_operator.models import BackendTableSpec, BatchSpec, IngestPipelineSpec, StreamingSpec
@@ -146,9 +147,13 @@ def indexer_settings(spec: StreamingSpec, sink: BackendTableSpec) -> IndexerSett
 
 
 def indexer_children(
-    owner: Owner, spec: IngestPipelineSpec, sink: BackendTableSpec
+    owner: Owner,
+    spec: IngestPipelineSpec,
+    sink: BackendTableSpec,
+    otlp_endpoint: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The indexer's ConfigMap and Deployment (``chainloom indexer run --config``)."""
+    """The indexer's ConfigMap and Deployment (``chainloom indexer run --config``); with
+    ``otlp_endpoint`` its pods export to it (``OTEL_*``, before ``streaming.env``, which wins)."""
     streaming = spec.streaming
     assert streaming is not None
     _check_sink("streaming", sink)
@@ -165,6 +170,11 @@ def indexer_children(
         k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")
     }
     env = [{"name": "CHAINLOOM_INDEXER_CONFIG", "value": INDEXER_CONFIG_FILE}]
+    env += [
+        variable
+        for variable in telemetry_environment(otlp_endpoint, "chainloom-indexer", owner)
+        if variable["name"] not in streaming.env
+    ]
     env += [{"name": k, "value": v} for k, v in sorted(streaming.env.items())]
     container = {
         "name": "indexer",
@@ -206,11 +216,15 @@ def indexer_children(
 
 
 def render_pipeline(
-    owner: Owner, spec: IngestPipelineSpec, sink: BackendTableSpec
+    owner: Owner,
+    spec: IngestPipelineSpec,
+    sink: BackendTableSpec,
+    *,
+    otlp_endpoint: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every child of the pipeline."""
+    """Every child of the pipeline (``otlp_endpoint``: where the indexer's pods export)."""
     if spec.mode == "streaming":
-        return indexer_children(owner, spec, sink)
+        return indexer_children(owner, spec, sink, otlp_endpoint)
     assert spec.batch is not None
     if spec.schedule is not None:
         return [scheduled_application(owner, spec, spec.batch, sink)]

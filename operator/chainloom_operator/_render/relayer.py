@@ -29,6 +29,7 @@ from chainloom_operator._render.common import (
     placement,
     pod_security,
     resources,
+    telemetry_environment,
 )
 from chainloom_operator.models import ChainSpec, Placement, RelayerPoolSpec, WalletSpec
 
@@ -114,8 +115,9 @@ def config_map(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
     }
 
 
-def _environment(spec: RelayerPoolSpec) -> list[dict[str, Any]]:
+def _environment(spec: RelayerPoolSpec, telemetry: list[dict[str, Any]]) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [{"name": "CHAINLOOM_RELAYER_CONFIG", "value": CONFIG_FILE}]
+    env += telemetry
     if spec.redis.secret_ref is not None:
         ref = spec.redis.secret_ref
         env.append(
@@ -179,8 +181,12 @@ def _listener_selector(pod_labels: dict[str, str]) -> dict[str, str]:
     return {k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")}
 
 
-def listener_deployment(owner: Owner, spec: RelayerPoolSpec, config_hash: str) -> dict[str, Any]:
+def listener_deployment(
+    owner: Owner, spec: RelayerPoolSpec, config_hash: str, otlp_endpoint: str | None = None
+) -> dict[str, Any]:
+    """The listener; with ``otlp_endpoint`` its pods export to it (``OTEL_*``)."""
     rest = spec.listener.rest
+    telemetry = telemetry_environment(otlp_endpoint, "chainloom-relayer-listener", owner)
     pod_labels = labels(owner, LISTENER)
     container: dict[str, Any] = {
         "name": "listener",
@@ -188,7 +194,7 @@ def listener_deployment(owner: Owner, spec: RelayerPoolSpec, config_hash: str) -
         "imagePullPolicy": spec.image_pull_policy,
         "command": ["chainloom"],
         "args": ["relayer", "listen", "--config", CONFIG_FILE],
-        "env": _environment(spec),
+        "env": _environment(spec, telemetry),
         "volumeMounts": [_config_mount()],
         "securityContext": container_security(),
         "resources": resources(spec.listener.resources.cpu, spec.listener.resources.memory),
@@ -225,8 +231,11 @@ def listener_service(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
 
 
 def worker_deployment(
-    owner: Owner, spec: RelayerPoolSpec, chain: ChainSpec, wallet: WalletSpec, config_hash: str
-) -> dict[str, Any]:
+    owner: Owner, spec: RelayerPoolSpec, chain: ChainSpec, wallet: WalletSpec, config_hash: str,
+    *, otlp_endpoint: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """One wallet's worker; with ``otlp_endpoint`` its pod exports to it (``OTEL_*``)."""
+    telemetry = telemetry_environment(otlp_endpoint, "chainloom-relayer-worker", owner)
     pod_labels = labels(
         owner,
         WORKER,
@@ -239,7 +248,7 @@ def worker_deployment(
         "command": ["chainloom"],
         "args": ["relayer", "work", "--chain", str(chain.chain), "--wallet-file", WALLET_FILE,
                  "--config", CONFIG_FILE],
-        "env": _environment(spec),
+        "env": _environment(spec, telemetry),
         "volumeMounts": [_config_mount(),
                          {"name": "wallet", "mountPath": WALLET_DIR, "readOnly": True}],
         "securityContext": container_security(),
@@ -287,16 +296,23 @@ def network_policy(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
     }
 
 
-def render_relayer_pool(owner: Owner, spec: RelayerPoolSpec) -> list[dict[str, Any]]:
-    """Every child of the pool, ConfigMap first (pods mount it)."""
+def render_relayer_pool(
+    owner: Owner, spec: RelayerPoolSpec, *, otlp_endpoint: str | None = None
+) -> list[dict[str, Any]]:
+    """Every child of the pool, ConfigMap first (pods mount it); with ``otlp_endpoint`` (the
+    operator's setting) the listener and workers export their telemetry there."""
     config = config_map(owner, spec)
     config_hash = content_hash(config["data"])
-    children = [config, listener_deployment(owner, spec, config_hash)]
+    children = [config, listener_deployment(owner, spec, config_hash, otlp_endpoint)]
     if spec.listener.rest.enabled:
         children.append(listener_service(owner, spec))
     for chain in spec.chains:
         for wallet in chain.wallets:
-            children.append(worker_deployment(owner, spec, chain, wallet, config_hash))
+            children.append(
+                worker_deployment(
+                    owner, spec, chain, wallet, config_hash, otlp_endpoint=otlp_endpoint
+                )
+            )
     children.append(network_policy(owner, spec))
     return children
 

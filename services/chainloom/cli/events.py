@@ -71,6 +71,19 @@ def _unavailable(error: StoreUnavailableError) -> NoReturn:
 
 
 @contextlib.contextmanager
+def _exporting(service_name: str) -> Iterator[None]:
+    """OTLP export of the command's spans and metrics while it runs, when ``OTEL_*`` asks
+    (``chainloom.telemetry.setup``: off by default, then nothing is installed)."""
+    from chainloom.telemetry import setup
+
+    observed = setup(service_name)
+    try:
+        yield
+    finally:
+        observed.shutdown()
+
+
+@contextlib.contextmanager
 def _store_errors() -> Iterator[None]:
     """Store errors as one line: an outage exits 4, any other (a missing table) exits 2."""
     from chainloom.eventstore.errors import EventStoreError, StoreUnavailableError
@@ -538,7 +551,7 @@ def backfill(
         sets = load_guardian_sets(source_name)
     except (WormholeError, ValueError) as error:
         fail(f"--guardian-set {source_name}: {error}")
-    with _store_errors(), _open(ctx) as tables:
+    with _exporting("chainloom-events-backfill"), _store_errors(), _open(ctx) as tables:
         source, book, found = find_gaps(
             tables, chain=chain_id, emitter=_emitter_option(emitter), max_missing=max_missing
         )
@@ -646,7 +659,7 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
         tables = open_store(settings)
     except StoreConfigError as error:
         fail(str(error))
-    with _store_errors(), tables:
+    with _exporting("chainloom-events-api"), _store_errors(), tables:
         try:
             asyncio.run(main(StoreReads(tables)))
         except OSError as error:

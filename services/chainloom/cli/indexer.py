@@ -45,6 +45,7 @@ def run(**options: Any) -> None:
     """Subscribe to a spy and keep the event store current until SIGTERM."""
     from chainloom.indexer.config import IndexerSettings
     from chainloom.indexer.service import run_indexer
+    from chainloom.telemetry import setup as setup_telemetry
 
     emitters = None
     if options["emitters"]:
@@ -67,7 +68,13 @@ def run(**options: Any) -> None:
         where = f"; probes on port {info.probe_port}" if info.probe_port is not None else ""
         click.echo(f"indexer: subscribing to spy {info.spy_address}{where}", err=True)
 
-    pipeline = run_indexer(settings, on_started=started)
+    observed = setup_telemetry("chainloom-indexer")  # OTEL_* decides; off by default
+    try:
+        pipeline = run_indexer(
+            settings, on_started=started, metric_readers=observed.otlp_metric_readers()
+        )
+    finally:
+        observed.shutdown()
     counters = pipeline.counters
     click.echo(
         f"indexer: stopped; received {counters.received}, duplicates {counters.duplicates}, "

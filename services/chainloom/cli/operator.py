@@ -64,26 +64,41 @@ def crds(directories: tuple[Path, ...], check: bool) -> None:
 @click.option("--peering", help="ClusterKopfPeering shared by the replicas (peering).")
 @click.option("--priority", type=int, help="This replica's peering priority (priority).")
 @click.option("--liveness", help="Liveness endpoint URL, e.g. http://0.0.0.0:8080/healthz.")
+@click.option("--metrics", help="host:port of the Prometheus /metrics endpoint (metrics).")
+@click.option("--otlp-endpoint",
+              help="OTLP/HTTP collector the rendered pods export to (otlp_endpoint).")  # fmt: skip
 @click.option("--recheck-interval", type=float,
               help="Seconds between BackendTable schema checks (recheck_interval).")  # fmt: skip
 def run(kubeconfig: str | None, namespaces: tuple[str, ...], **options: Any) -> None:
     """Run the operator against the current kubeconfig until SIGINT or SIGTERM."""
     from chainloom.telemetry import configure_logging
+    from chainloom.telemetry import setup as setup_telemetry
     from chainloom_operator.config import OperatorSettings
     from chainloom_operator.runner import run as run_operator
+    from chainloom_operator.runner import start_metrics
 
     flags = {
         "namespaces": list(namespaces) or None,
         "peering": options["peering"],
         "priority": options["priority"],
         "liveness": options["liveness"],
+        "metrics": options["metrics"],
+        "otlp_endpoint": options["otlp_endpoint"],
         "recheck_interval": options["recheck_interval"],
     }
     settings = load_or_exit(OperatorSettings, options["config_path"], flags)
     configure_logging(settings.telemetry.log_format)
     if kubeconfig is not None:
         _check_kubeconfig(Path(kubeconfig))
-    run_operator(settings, kubeconfig)
+    observed = setup_telemetry("chainloom-operator")  # OTEL_* decides; off by default
+    try:
+        try:
+            metrics = start_metrics(settings, observed)
+        except OSError as error:
+            fail(f"metrics: cannot listen on {settings.metrics}: {error.strerror or error}")
+        run_operator(settings, kubeconfig, metrics)
+    finally:
+        observed.shutdown()
 
 
 def _check_kubeconfig(path: Path) -> None:

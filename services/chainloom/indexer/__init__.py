@@ -4,7 +4,7 @@ Layers, from pure to wired:
 
 * :mod:`~chainloom.indexer.dedupe` - the bounded recent-digest set that drops the ~19 guardian
   copies of a VAA before any work is done on them;
-* :mod:`~chainloom.indexer.metrics` - counters and the Prometheus text rendered from them;
+* :mod:`~chainloom.indexer.metrics` - counters, and the OpenTelemetry instruments reading them;
 * :mod:`~chainloom.indexer.pipeline` - the running pipeline (spy client -> dedupe -> verify ->
   bounded buffer -> batched writes), written against small Protocols;
 * :mod:`~chainloom.indexer.probes` - ``/healthz``, ``/readyz`` and ``/metrics`` over HTTP;

@@ -29,6 +29,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from opentelemetry import trace
+
+from chainloom import telemetry
 from chainloom.eventstore.errors import EventStoreError
 from chainloom.eventstore.gaps import GapBook
 from chainloom.indexer.config import GapSettings
@@ -36,12 +39,17 @@ from chainloom.indexer.metrics import IndexerCounters
 from chainloom.publicrpc import FetchResult, FetchStatus
 
 log = logging.getLogger(__name__)
+_tracer = trace.get_tracer("chainloom.indexer")
 
 HANDED_HOLD = 60.0
 """Seconds a fetched VAA handed to the pipeline is not fetched again, even with a shorter
 ``gaps.retry_after`` (which is for fetches that failed): its write normally returns within
 the batch latency and the write deadline; a gap still open after this (a store down that long,
 a copy the pipeline had refused) is asked again."""
+
+
+GapMessage = tuple[int, str, int]
+"""A missing message: (emitter chain, emitter address, sequence)."""
 
 
 class Fetcher(Protocol):
@@ -95,7 +103,7 @@ class GapFiller:
         """None: no endpoint configured; holes are tracked and listed, not fetched."""
         self._wall_clock = wall_clock
         self._save_failing = False
-        self._handed: dict[tuple[int, str, int], float] = {}  # fetched, write not yet seen
+        self._handed: dict[GapMessage, float] = {}  # fetched, write not yet seen
 
     def load(self) -> None:
         """Restore the saved state (blocking; raises the store's errors)."""
@@ -143,24 +151,11 @@ class GapFiller:
         for chain, emitter, sequence in due:
             if stop.is_set():
                 break
-            result = await asyncio.to_thread(fetcher.fetch, chain, emitter, sequence)
-            now = self._wall_clock()
-            if result.status is FetchStatus.FOUND and result.vaa is not None:
-                refused = await submit(result.vaa)
-                if refused is None or refused == "duplicate":
-                    self._handed[(chain, emitter, sequence)] = now
-                    if refused is None:
-                        self.counters.gaps_filled += 1
-                        handed += 1
-                    continue
-                status, reason = "refused", refused
-            else:
-                status, reason = result.status.value, result.reason
-            if status == FetchStatus.NOT_FOUND.value:
-                self.counters.gaps_not_found += 1
-            else:
-                self.counters.gaps_failed += 1
-            self.book.failed((chain, emitter, sequence), status, reason, now)
+            attributes = {"chainloom.emitter_chain": chain, "chainloom.sequence": sequence}
+            with telemetry.start_span(_tracer, "indexer.gap_fill", attributes=attributes) as span:
+                outcome = await self._fill(submit, fetcher, (chain, emitter, sequence))
+                span.set_attribute("chainloom.outcome", outcome)
+            handed += outcome == "handed"
         if due:
             log.info(
                 "indexer: gap round: %d asked, %d fetched; %d sequences still missing",
@@ -169,6 +164,29 @@ class GapFiller:
                 self.book.missing(),
             )
         return handed
+
+    async def _fill(self, submit: Submit, fetcher: Fetcher, message: GapMessage) -> str:
+        """Fetch one missing sequence and hand it on; returns what became of it (``handed``,
+        ``duplicate``, or the failure's status: ``not_found``, ``refused``, ...)."""
+        result = await asyncio.to_thread(fetcher.fetch, *message)
+        now = self._wall_clock()
+        if result.status is FetchStatus.FOUND and result.vaa is not None:
+            refused = await submit(result.vaa)
+            if refused is None or refused == "duplicate":
+                self._handed[message] = now
+                if refused is None:
+                    self.counters.gaps_filled += 1
+                    return "handed"
+                return "duplicate"
+            status, reason = "refused", refused
+        else:
+            status, reason = result.status.value, result.reason
+        if status == FetchStatus.NOT_FOUND.value:
+            self.counters.gaps_not_found += 1
+        else:
+            self.counters.gaps_failed += 1
+        self.book.failed(message, status, reason, now)
+        return status
 
     async def save(self) -> None:
         """Write the emitters changed since the last save (a failure keeps them for later)."""

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import random
 import time
@@ -45,6 +46,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
+from opentelemetry import trace
+
+from chainloom import telemetry
 from chainloom.backoff import Backoff
 from chainloom.eventstore.errors import EventStoreError, UnverifiedVAAError
 from chainloom.eventstore.planner import MessageInput
@@ -54,6 +58,7 @@ from chainloom.indexer.metrics import IndexerCounters, MetricsSnapshot
 from chainloom.wormhole.errors import WormholeError
 
 log = logging.getLogger(__name__)
+_tracer = trace.get_tracer("chainloom.indexer")
 
 DEFAULT_STORE_RETRY = Backoff(initial=0.5, maximum=30.0, jitter=0.2)
 """Wait between writes of a batch while the store is down: 0.5 s doubling to 30 s, jittered."""
@@ -326,8 +331,13 @@ class Pipeline:
         failures = 0
         while batch := await self._next_batch():
             items = [pending.item for pending in batch]
+            attributes = {"chainloom.rows": len(items), "chainloom.attempt": failures + 1}
             try:
-                await loop.run_in_executor(self._write_pool, self.store.write, items)
+                with telemetry.start_span(_tracer, "indexer.write_batch", attributes=attributes):
+                    # The writer's own spans (eventstore.write_batch) run in the pool's
+                    # thread: hand them this context so they are children of this span.
+                    write = contextvars.copy_context().run
+                    await loop.run_in_executor(self._write_pool, write, self.store.write, items)
             except EventStoreError as error:
                 self.counters.write_failures += 1
                 self._store_failed(error)

@@ -17,8 +17,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from chainloom import telemetry
 from chainloom.http_server import HttpServer, Limits, Request, Response
-from chainloom.indexer.metrics import MetricsSnapshot, prometheus_text
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +33,6 @@ class Probed(Protocol):
         """Readiness and its details."""
         ...
 
-    def snapshot(self, spy: Mapping[str, int] | None = None) -> MetricsSnapshot:
-        """The metrics."""
-        ...
-
 
 def _json(
     status: int, body: Mapping[str, object], headers: tuple[tuple[str, str], ...] = ()
@@ -45,11 +41,12 @@ def _json(
 
 
 class ProbeApp:
-    """The probe routes over ``probed``; ``spy_counters`` reads the spy client's counters."""
+    """The probe routes over ``probed``; ``metrics`` renders ``/metrics`` (Prometheus text,
+    :meth:`chainloom.indexer.metrics.IndexerMetrics.exposition`)."""
 
-    def __init__(self, probed: Probed, spy_counters: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(self, probed: Probed, metrics: Callable[[], bytes]) -> None:
         self.probed = probed
-        self.spy_counters = spy_counters
+        self.metrics = metrics
 
     async def respond(self, request: Request) -> Response:
         """``GET`` (or ``HEAD``) of one of the three paths; 404 and 405 otherwise."""
@@ -67,8 +64,7 @@ class ProbeApp:
             ok, details = self.probed.ready()
             body = {"status": "ready" if ok else "not ready", **details}
             return _json(200 if ok else 503, body)
-        text = prometheus_text(self.probed.snapshot(self.spy_counters()))
-        return Response(200, text.encode(), content_type="text/plain; version=0.0.4; charset=utf-8")
+        return Response(200, self.metrics(), content_type=telemetry.PROMETHEUS_CONTENT_TYPE)
 
     def refusal(self, status: int, reason: str) -> Response:
         """The server's own refusals (malformed HTTP, timeouts), in the same JSON shape."""
@@ -83,13 +79,13 @@ class ProbeServer:
     def __init__(
         self,
         probed: Probed,
-        spy_counters: Callable[[], Mapping[str, int]],
+        metrics: Callable[[], bytes],
         host: str,
         port: int,
     ) -> None:
         self.host = host
         self.port = port
-        self._server = HttpServer(ProbeApp(probed, spy_counters), host, port, _LIMITS)
+        self._server = HttpServer(ProbeApp(probed, metrics), host, port, _LIMITS)
 
     async def start(self) -> int:
         """Bind and serve; returns the port (the chosen one when ``port`` is 0)."""

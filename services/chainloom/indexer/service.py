@@ -15,6 +15,7 @@ import logging
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.config import EventStoreSettings
@@ -24,7 +25,7 @@ from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.indexer.config import IndexerSettings
 from chainloom.indexer.errors import IndexerConfigError
 from chainloom.indexer.gapfill import GapFiller
-from chainloom.indexer.metrics import IndexerCounters
+from chainloom.indexer.metrics import IndexerCounters, IndexerMetrics
 from chainloom.indexer.pipeline import Pipeline, PipelineBounds, SequenceObserver
 from chainloom.indexer.probes import ProbeServer
 from chainloom.indexer.store import EventWriterStore
@@ -34,6 +35,9 @@ from chainloom.relayer.spy_client import Backoff, SpyClient
 from chainloom.relayer.spy_protocol import EmitterKey
 from chainloom.wormhole import SignatureCache, all_known_emitters
 from chainloom.wormhole.errors import WormholeError
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import MetricReader
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +118,11 @@ async def serve(
     *,
     observers: Sequence[SequenceObserver] = (),
     on_started: Callable[[Started], None] | None = None,
+    metric_readers: Sequence[MetricReader] = (),
 ) -> Pipeline:
-    """Run the indexer until ``stop`` is set, then drain; returns the pipeline (its counters)."""
+    """Run the indexer until ``stop`` is set, then drain; returns the pipeline (its counters).
+
+    ``metric_readers`` also read its metrics (an OTLP exporter when telemetry is on)."""
     store = await asyncio.to_thread(open_writer, settings)
     filler: GapFiller | None = None
     try:
@@ -128,6 +135,11 @@ async def serve(
     spy = spy_client(settings)
     watchers = [*observers, filler.book] if filler is not None else list(observers)
     pipeline = Pipeline(spy, store, bounds(settings), observers=watchers)
+    metrics = IndexerMetrics(
+        lambda: pipeline.snapshot(_spy_counters(spy)),
+        pipeline.counters.latency,
+        readers=metric_readers,
+    )
     filling: asyncio.Task[None] | None = None
     filler_stop = asyncio.Event()
     if filler is not None:
@@ -137,7 +149,7 @@ async def serve(
     probes: ProbeServer | None = None
     try:
         if settings.probes.enabled:
-            probes = ProbeServer(pipeline, lambda: _spy_counters(spy), settings.probes.host,
+            probes = ProbeServer(pipeline, metrics.exposition, settings.probes.host,
                                  settings.probes.port)  # fmt: skip
             try:
                 await probes.start()
@@ -161,6 +173,7 @@ async def serve(
             filler.close()
         if probes is not None:
             await probes.stop()
+        metrics.shutdown()
         store.writer.tables.close()
     return pipeline
 
@@ -212,6 +225,7 @@ def run_indexer(
     *,
     observers: Sequence[SequenceObserver] = (),
     on_started: Callable[[Started], None] | None = None,
+    metric_readers: Sequence[MetricReader] = (),
 ) -> Pipeline:
     """Run the indexer until SIGTERM or SIGINT, drain, and return (exit 0 for the CLI)."""
 
@@ -221,7 +235,13 @@ def run_indexer(
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         try:
-            return await serve(settings, stop, observers=observers, on_started=on_started)
+            return await serve(
+                settings,
+                stop,
+                observers=observers,
+                on_started=on_started,
+                metric_readers=metric_readers,
+            )
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(ValueError, RuntimeError):

@@ -586,7 +586,7 @@ def run(plan: EnrichPlan) -> ChainCounters:
 
 def main(argv: list[str] | None = None) -> int:
     """Run enrich with ``argv`` (flags of :func:`parser`); the exit code."""
-    return run_table_job(argv, resolve, run)
+    return run_table_job(argv, resolve, run, JOB)
 
 
 if __name__ == "__main__":

@@ -397,7 +397,7 @@ def _row_or_skip(row_key: str, row: RowSnapshot) -> tuple[Any, ...]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run export with ``argv`` (flags of :func:`parser`); the exit code."""
-    return run_table_job(argv, resolve, run)
+    return run_table_job(argv, resolve, run, JOB)
 
 
 if __name__ == "__main__":

@@ -570,7 +570,7 @@ def _report_missing(summary: BackfillSummary, absent: list[tuple[int, str, int, 
 
 def main(argv: list[str] | None = None) -> int:
     """Run gap-backfill with ``argv`` (flags of :func:`parser`); the exit code."""
-    return run_table_job(argv, resolve, run)
+    return run_table_job(argv, resolve, run, JOB)
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ from chainloom.wormhole.payloads import AssetMeta, decode_payload
 from chainloom_spark.dead_letter import SCHEMA_DDL, write_dead_letter
 from chainloom_spark.errors import JobArgumentError, JobInputError, SinkUnavailableError
 from chainloom_spark.progress import Progress, ProgressCounters
-from chainloom_spark.runner import run_table_job
+from chainloom_spark.runner import run_table_job, stage
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
 from chainloom_spark.summary import MAX_PRINTED, UNKNOWN_CHAIN, ChainCounts, JobSummary
@@ -499,7 +499,8 @@ def run(plan: IngestPlan) -> JobSummary:
     started = time.monotonic()
     with job_session(settings.spark, JOB) as spark:
         context = spark.sparkContext
-        frame = read_input(spark, plan)
+        with stage("read", **{"chainloom.format": plan.format}):
+            frame = read_input(spark, plan)
         rows = frame.rdd
         wanted = plan.partitions or context.defaultParallelism
         if plan.partitions or rows.getNumPartitions() < wanted:
@@ -527,8 +528,9 @@ def run(plan: IngestPlan) -> JobSummary:
             for phase in (ASSETS, REST):
                 results = rows.mapPartitions(partial(ingest_partition, task_context, phase))
                 results.persist(StorageLevel.MEMORY_AND_DISK)
-                try:
-                    reports += results.filter(lambda row: row[0] != "refused").collect()
+                try:  # the executors decode, verify and write this phase's rows
+                    with stage("verify_write", **{"chainloom.phase": str(phase)}):
+                        reports += results.filter(lambda row: row[0] != "refused").collect()
                 except Exception as error:
                     _reraise_input_error(error, plan.input)
                     raise
@@ -573,7 +575,7 @@ def _reraise_input_error(error: Exception, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run vaa-ingest with ``argv`` (flags of :func:`parser`); the exit code."""
-    return run_table_job(argv, resolve, run)
+    return run_table_job(argv, resolve, run, JOB)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,15 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from chainloom import telemetry
 from chainloom.eventstore.errors import StoreUnavailableError
 from chainloom.eventstore.gaps import GapBook
+from chainloom.indexer import gapfill
 from chainloom.indexer.config import GapSettings
 from chainloom.indexer.gapfill import GapFiller
 from chainloom.indexer.metrics import IndexerCounters
@@ -140,3 +147,34 @@ def test_a_fetched_vaa_whose_write_is_pending_is_not_fetched_again_even_with_no_
     fetcher = gaps.fetcher
     assert isinstance(fetcher, Answers)
     assert fetcher.asked == [3, 4, 4, 4]
+
+
+def test_each_fetched_sequence_is_one_gap_fill_span_with_its_outcome(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(gapfill, "_tracer", provider.get_tracer("test"))
+    now = [100.0]
+    gaps = filler({3: b"vaa-3", 4: "INTERNAL", 5: b"refused-vaa"}, Saved(), now)
+    for sequence in (2, 7):
+        gaps.book.see(2, EMITTER, sequence, 80.0)
+
+    async def submit(raw: bytes) -> str | None:
+        return "refused: bad signature" if raw == b"refused-vaa" else None
+
+    telemetry.enable_tracing()
+    try:
+        assert asyncio.run(gaps.fill_round(submit, asyncio.Event())) == 1
+    finally:
+        telemetry.enable_tracing(False)
+    spans = exporter.get_finished_spans()
+    assert {span.name for span in spans} == {"indexer.gap_fill"}
+    attributes = sorted((dict(span.attributes or {}) for span in spans), key=str)
+    assert attributes == [
+        {"chainloom.emitter_chain": 2, "chainloom.sequence": seq, "chainloom.outcome": outcome}
+        for seq, outcome in ((3, "handed"), (4, "error"), (5, "refused"), (6, "not_found"))
+    ]
+    counters = gaps.counters
+    assert (counters.gaps_filled, counters.gaps_failed, counters.gaps_not_found) == (1, 2, 1)

@@ -110,3 +110,37 @@ def test_gap_backfill_fills_from_files_or_the_public_api() -> None:
 def test_refused(spec: dict[str, Any], sink: BackendTableSpec, message: str) -> None:
     with pytest.raises(SpecError, match=message):
         _render(spec, sink)
+
+
+def _env(deployment: dict[str, Any]) -> dict[str, Any]:
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return {variable["name"]: variable.get("value") for variable in container["env"]}
+
+
+def test_an_otlp_endpoint_reaches_the_indexer_and_its_own_env_wins() -> None:
+    spec = _sample("ingestpipeline-streaming.yaml")
+    endpoint = "http://otel-collector:4318"
+    model = IngestPipelineSpec.model_validate(spec)
+    _, deployment = render_pipeline(OWNER, model, BIGTABLE, otlp_endpoint=endpoint)
+    env = _env(deployment)
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint
+    assert env["OTEL_SERVICE_NAME"] == "chainloom-indexer"
+    assert env["OTEL_RESOURCE_ATTRIBUTES"].endswith("chainloom.owner=IngestPipeline/backfill-2024")
+    _, plain = render_pipeline(OWNER, model, BIGTABLE)
+    assert not any(name.startswith("OTEL_") for name in _env(plain))
+
+    spec["streaming"]["env"] = {"OTEL_SERVICE_NAME": "indexer-eu"}
+    model = IngestPipelineSpec.model_validate(spec)
+    _, deployment = render_pipeline(OWNER, model, BIGTABLE, otlp_endpoint=endpoint)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    names = [variable["name"] for variable in container["env"]]
+    assert names.count("OTEL_SERVICE_NAME") == 1
+    assert _env(deployment)["OTEL_SERVICE_NAME"] == "indexer-eu"
+    assert _env(deployment)["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint
+
+
+def test_batch_pipelines_are_unchanged_by_an_otlp_endpoint() -> None:
+    model = IngestPipelineSpec.model_validate(_sample("ingestpipeline-batch.yaml"))
+    assert render_pipeline(OWNER, model, BIGTABLE, otlp_endpoint="http://c:4318") == (
+        render_pipeline(OWNER, model, BIGTABLE)
+    )

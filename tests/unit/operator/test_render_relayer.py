@@ -178,3 +178,29 @@ def test_a_toleration_with_an_unknown_effect_is_refused() -> None:
     spec["placement"] = {"tolerations": [{"key": "k", "effect": "Sometimes"}]}
     with pytest.raises(ValueError, match="effect"):
         RelayerPoolSpec.model_validate(spec)
+
+
+def _env(deployment: dict[str, Any]) -> dict[str, Any]:
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return {variable["name"]: variable.get("value") for variable in container["env"]}
+
+
+def test_an_otlp_endpoint_reaches_the_listener_and_every_worker() -> None:
+    spec = RelayerPoolSpec.model_validate(_sample())
+    endpoint = "http://otel-collector.observability:4318"
+    children = render_relayer_pool(OWNER, spec, otlp_endpoint=endpoint)
+    deployments = {c["metadata"]["name"]: c for c in children if c["kind"] == "Deployment"}
+    assert len(deployments) == 4
+    for name, deployment in deployments.items():
+        env = _env(deployment)
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint
+        service = "chainloom-relayer-listener" if "listener" in name else "chainloom-relayer-worker"
+        assert env["OTEL_SERVICE_NAME"] == service
+        assert env["OTEL_RESOURCE_ATTRIBUTES"] == (
+            "k8s.namespace.name=relay,chainloom.owner=RelayerPool/mainnet"
+        )
+        assert env["CHAINLOOM_RELAYER_CONFIG"] is not None  # the rest is kept
+    # Without an endpoint the pods get no OTEL_* variable at all (telemetry off).
+    for child in render_relayer_pool(OWNER, spec):
+        if child["kind"] == "Deployment":
+            assert not any(name.startswith("OTEL_") for name in _env(child))
