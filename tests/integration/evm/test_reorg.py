@@ -98,9 +98,14 @@ def test_a_reorged_redemption_is_noticed_and_redeemed_again_once(
         )
         assert bridge.functions.isTransferCompleted(vaa.digest).call()
 
+        # Nothing else may send to this chain meanwhile: a block mined by someone else between
+        # the rewind and these checks would make them fail for a reason not the worker's.
         w3.provider.make_request("debug_setHead", [hex(height - 1)])  # type: ignore[arg-type]
-        assert w3.eth.block_number == height - 1
-        assert not bridge.functions.isTransferCompleted(vaa.digest).call()
+        head = w3.eth.block_number
+        assert head == height - 1, f"head {head} after rewinding to {height - 1}"
+        assert not bridge.functions.isTransferCompleted(vaa.digest).call(), (
+            f"redeemed still after the rewind to {height - 1} (head {w3.eth.block_number})"
+        )
 
         deadline = time.monotonic() + 120
         while tables.locate(vaa.digest_hex) is not Table.COMPLETED:
