@@ -92,14 +92,14 @@ def bare(w3: Web3, bridge_address: str, key: bytes, vaas: list[VAA]) -> float:
 
 
 def relayer(
-    client: redis.Redis, settings: EvmChainSettings, key: bytes, vaas: list[VAA]
+    client: redis.Redis, settings: EvmChainSettings, key: bytes, vaas: list[VAA], batch: int
 ) -> tuple[float, float]:
     """(redemptions/s, median seconds from Incoming to confirmed) through one worker."""
     prefix = f"chainloom:bench-evm:{uuid.uuid4().hex[:8]}"
     tables = RelayTables(client, prefix)
     pacing = WorkerSettings(
         policy=RetryPolicy(max_retries=3, schedule=Backoff(initial=0.1, maximum=0.5)),
-        batch=64,
+        batch=batch,
         idle_sleep=0.0,
         recheck=0.0,
         seed=1,
@@ -136,6 +136,9 @@ def relayer(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--transfers", type=int, default=200)
+    parser.add_argument(
+        "--batch", type=int, default=64, help="the worker's batch (claims and finality checks)"
+    )
     options = parser.parse_args()
     rpc = os.environ.get("CHAINLOOM_EVM_RPC_2")
     redis_url = os.environ.get("CHAINLOOM_REDIS__URL")
@@ -170,7 +173,7 @@ def main() -> None:
         confirmations=1,
     )
     client = redis.Redis.from_url(redis_url)
-    through_relayer, median = relayer(client, settings, key, relay_set)
+    through_relayer, median = relayer(client, settings, key, relay_set, options.batch)
     baseline = bare(w3, deployment.token_bridge, key, bare_set)
     client.close()
     print(f"bare web3 loop: {baseline:8.1f} redemptions/s ({count} transfers)")

@@ -9,12 +9,13 @@ work --adapter`` use live in :mod:`chainloom.testing.sim_chains`, outside the pr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from chainloom.relayer.model import Finality
 from chainloom.relayer.wallet import Wallet
 
-__all__ = ["ChainAdapter", "Finality"]
+__all__ = ["BatchFinality", "BatchRedeemedCheck", "ChainAdapter", "Finality"]
 
 
 @runtime_checkable
@@ -36,4 +37,26 @@ class ChainAdapter(Protocol):
 
     def finality(self, submission_id: str) -> Finality:
         """Whether the submission is still pending, final, or was rolled back."""
+        ...
+
+
+@runtime_checkable
+class BatchFinality(Protocol):
+    """An adapter that can read the finality of many submissions at once (one round trip
+    instead of several per submission); a worker uses it when its adapter offers it."""
+
+    def finality_many(self, submission_ids: Sequence[str]) -> list[Finality]:
+        """:meth:`ChainAdapter.finality` of each id, in order; a submission the chain does
+        not know counts as rolled back. Raises when the chain cannot be read now."""
+        ...
+
+
+@runtime_checkable
+class BatchRedeemedCheck(Protocol):
+    """An adapter that can tell whether many transfers are redeemed at once; a worker asks it
+    for a whole claimed batch before submitting any of it."""
+
+    def redeemed_many(self, vaas: Sequence[bytes]) -> list[bool]:
+        """:meth:`ChainAdapter.is_redeemed` of each VAA, in order. Raises when the chain
+        cannot be read now, or when a VAA does not parse (the worker then asks one by one)."""
         ...

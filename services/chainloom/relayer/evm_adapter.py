@@ -31,7 +31,7 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -219,6 +219,18 @@ class EvmAdapter:
             raise SubmitError(f"isTransferCompleted on chain {self.chain_id}: {error}") from None
         return completed
 
+    def redeemed_many(self, vaas: Sequence[bytes]) -> list[bool]:
+        """:meth:`is_redeemed` of each VAA, all in one JSON-RPC batch request."""
+        digests = [_digest(vaa) for vaa in vaas]
+        try:
+            with self._w3.batch_requests() as batch:
+                for digest in digests:
+                    batch.add(self._bridge.functions.isTransferCompleted(digest))
+                answers = batch.execute()
+        except (OSError, Web3Exception, ValueError) as error:
+            raise SubmitError(f"isTransferCompleted on chain {self.chain_id}: {error}") from None
+        return [bool(answer) for answer in answers]
+
     def submit(self, vaa: bytes, wallet: Wallet) -> str:
         _digest(vaa)  # a VAA that does not parse is refused for good before any RPC
         sender = Web3.to_checksum_address(wallet.address)
@@ -276,6 +288,57 @@ class EvmAdapter:
                 ) from None
             return Finality.PENDING  # still in the pool
         if receipt["status"] != 1:
+            return self._judge(submission_id, receipt, None, 0)
+        canonical = w3.eth.get_block(receipt["blockNumber"]).get("hash")
+        return self._judge(submission_id, receipt, canonical, w3.eth.block_number)
+
+    def finality_many(self, submission_ids: Sequence[str]) -> list[Finality]:
+        """The finality of many submissions in two JSON-RPC batch requests.
+
+        One batch asks for the head and every receipt, a second for the blocks at their
+        heights; each receipt is then judged as :meth:`finality` judges it. If any
+        transaction has no receipt yet (still in the pool, or unknown) the node's answer for
+        the first batch is an error, so these are asked one by one instead, where a
+        transaction the node does not know counts as rolled back (what the worker does with
+        :class:`UnknownSubmissionError`). Transport errors raise :class:`SubmitError`.
+        """
+        if not submission_ids:
+            return []
+        w3 = self._w3
+        try:
+            try:
+                with w3.batch_requests() as batch:
+                    batch.add(w3.eth.get_block_number())
+                    for submission_id in submission_ids:
+                        batch.add(w3.eth.get_transaction_receipt(submission_id))  # type: ignore[arg-type]
+                    answers: list[Any] = list(batch.execute())
+                    head, receipts = int(answers[0]), answers[1:]
+            except TransactionNotFound:
+                return [self._finality_or_gone(submission_id) for submission_id in submission_ids]
+            heights = sorted({r["blockNumber"] for r in receipts if r["status"] == 1})
+            canonical: dict[int, Any] = {}
+            if heights:
+                with w3.batch_requests() as batch:
+                    for height in heights:
+                        batch.add(w3.eth.get_block(height))
+                    blocks = batch.execute()
+                canonical = {h: b.get("hash") for h, b in zip(heights, blocks, strict=True)}
+        except (OSError, Web3Exception, ValueError) as error:
+            raise SubmitError(f"receipts on chain {self.chain_id}: {error}") from None
+        return [
+            self._judge(submission_id, receipt, canonical.get(receipt["blockNumber"]), head)
+            for submission_id, receipt in zip(submission_ids, receipts, strict=True)
+        ]
+
+    def _finality_or_gone(self, submission_id: str) -> Finality:
+        try:
+            return self.finality(submission_id)
+        except UnknownSubmissionError:
+            return Finality.ROLLED_BACK
+
+    def _judge(self, submission_id: str, receipt: Any, canonical: Any, head: int) -> Finality:
+        """A mined transaction's finality: its status, its block's place, its depth."""
+        if receipt["status"] != 1:
             logger.warning(
                 "chain %s: transaction %s reverted (gas used %s of its limit): rolled back",
                 self.chain_id,
@@ -284,8 +347,7 @@ class EvmAdapter:
             )
             return Finality.ROLLED_BACK
         height = receipt["blockNumber"]
-        canonical = w3.eth.get_block(height)
-        if canonical.get("hash") != receipt["blockHash"]:
+        if canonical != receipt["blockHash"]:
             logger.warning(
                 "chain %s: block %s holding %s was reorganised away",
                 self.chain_id,
@@ -294,7 +356,7 @@ class EvmAdapter:
             )
             self.nonces.forget()  # the chain went back: so did this wallet's nonce
             return Finality.ROLLED_BACK
-        depth = w3.eth.block_number - height + 1
+        depth = head - height + 1
         return Finality.FINAL if depth >= self.settings.confirmations else Finality.PENDING
 
     # helpers ----------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from opentelemetry import metrics, trace
 
 from chainloom import telemetry
 from chainloom.backoff import Backoff
-from chainloom.relayer.adapters import ChainAdapter
+from chainloom.relayer.adapters import BatchFinality, BatchRedeemedCheck, ChainAdapter
 from chainloom.relayer.errors import (
     AlreadyRedeemedError,
     LeaseLostError,
@@ -367,9 +367,10 @@ class Worker:
     def _process(self, requests: list[RelayRequest]) -> int:
         """Decide and submit each claimed request, then record every outcome in one pipeline."""
         moves: list[Move] = []
+        redeemed = self._redeemed(requests)
         try:
             for request in requests:
-                moves.append(self._attempt(request))
+                moves.append(self._attempt(request, redeemed.get(request.digest)))
         finally:
             # Record what was decided even if a later request raised (e.g. lease lost): the
             # rest stay in our In-Work and are resumed (is_redeemed first) after a restart.
@@ -377,7 +378,19 @@ class Worker:
             self._count(moves, applied)
         return len(requests)
 
-    def _attempt(self, request: RelayRequest) -> Move:
+    def _redeemed(self, requests: list[RelayRequest]) -> dict[str, bool]:
+        """Whether each request is redeemed, asked for the whole batch at once when the adapter
+        can (an empty answer: each request is asked alone, just before its submission)."""
+        if not isinstance(self.adapter, BatchRedeemedCheck) or len(requests) < 2:
+            return {}
+        try:
+            answers = self.adapter.redeemed_many([r.vaa for r in requests])
+        except Exception as exc:  # asked again one by one, where failures are handled
+            logger.debug("batched redemption check failed (%s); asking one by one", exc)
+            return {}
+        return {r.digest: answer for r, answer in zip(requests, answers, strict=True)}
+
+    def _attempt(self, request: RelayRequest, redeemed: bool | None = None) -> Move:
         if self._lease_lost.is_set():
             self._recover = True
             raise LeaseLostError(f"worker {self.worker_id} lost its lease; not submitting")
@@ -386,15 +399,17 @@ class Worker:
         ) as span:
             if span.is_recording():
                 span.set_attributes(_request_attributes(request))
-            move = self._decide(request)
+            move = self._decide(request, redeemed)
             if span.is_recording():
                 span.set_attribute("chainloom.outcome", _move_outcome(move))
             return move
 
-    def _decide(self, request: RelayRequest) -> Move:
+    def _decide(self, request: RelayRequest, redeemed: bool | None) -> Move:
+        """``redeemed``: the chain's answer for this request if already asked (in a batch)."""
         try:
             with telemetry.start_span(_tracer, "relayer.redeemed_check") as span:
-                redeemed = self.adapter.is_redeemed(request.vaa)
+                if redeemed is None:
+                    redeemed = self.adapter.is_redeemed(request.vaa)
                 span.set_attribute("chainloom.redeemed", redeemed)
             if redeemed:
                 return Move(
@@ -471,20 +486,14 @@ class Worker:
             self.chain_id, limit=self.settings.batch, recheck_in=self.settings.recheck, now=now
         )
         moves: list[Move] = []
+        states = self._finalities(due)
         for request in due:
-            if request.submission_id is None:  # cannot happen: recorded by the same move
-                logger.error("pending request %s has no submission id", request.digest)
+            state = states.get(request.digest)
+            if state is None:
                 continue
             with telemetry.start_span(
                 _tracer, "relayer.confirm", context=telemetry.context_from(request.traceparent)
             ) as span:
-                try:
-                    state = self.adapter.finality(request.submission_id)
-                except UnknownSubmissionError:
-                    state = Finality.ROLLED_BACK
-                except Exception as exc:  # the chain is unreachable: ask again at the next check
-                    logger.warning("finality of %s unknown: %s", request.submission_id, exc)
-                    continue
                 span.set_attribute("chainloom.finality", state.value)
             if state is Finality.FINAL:
                 moves.append(
@@ -513,6 +522,30 @@ class Worker:
         applied = self.tables.apply(moves, now=now)
         self._count(moves, applied)
         return len(due)
+
+    def _finalities(self, due: list[RelayRequest]) -> dict[str, Finality]:
+        """The finality of each due submission by digest; one left out is unknown for now
+        (the chain is unreachable) and asked again at its next check."""
+        asked = [r for r in due if r.submission_id is not None]
+        if len(asked) < len(due):  # cannot happen: recorded by the same move
+            logger.error("%d pending request(s) without a submission id", len(due) - len(asked))
+        ids = [r.submission_id for r in asked if r.submission_id is not None]
+        if isinstance(self.adapter, BatchFinality) and len(ids) > 1:
+            try:
+                states = self.adapter.finality_many(ids)
+            except Exception as exc:  # the chain is unreachable: ask again at the next check
+                logger.warning("finality of %d submission(s) unknown: %s", len(ids), exc)
+                return {}
+            return {r.digest: state for r, state in zip(asked, states, strict=True)}
+        known: dict[str, Finality] = {}
+        for request, submission_id in zip(asked, ids, strict=True):
+            try:
+                known[request.digest] = self.adapter.finality(submission_id)
+            except UnknownSubmissionError:
+                known[request.digest] = Finality.ROLLED_BACK
+            except Exception as exc:  # the chain is unreachable: ask again at the next check
+                logger.warning("finality of %s unknown: %s", submission_id, exc)
+        return known
 
     def _count(self, moves: list[Move], applied: list[bool]) -> None:
         counters = self.counters

@@ -146,7 +146,9 @@ def _relay(
         for chain in bridges
         for n in range(wallets_per_chain)
     }
-    recipients = [Account.from_key(Web3.keccak(text=f"recipient-{i}")).address for i in range(3)]
+    recipients = [
+        Account.from_key(Web3.keccak(text=f"recipient-{count}-{i}")).address for i in range(3)
+    ]
     transfers: list[tuple[int, str, int, VAA]] = []
     base = rng.randrange(2**40)
     for sequence in range(base, base + count):

@@ -91,16 +91,28 @@ def test_a_reorged_redemption_is_noticed_and_redeemed_again_once(
         first = tables.get(vaa.digest_hex)
         assert first is not None
         assert first.submission_id is not None
-        height = w3.eth.get_transaction_receipt(first.submission_id)["blockNumber"]  # type: ignore[arg-type]
+        # Mined at once by the dev chain, but asynchronously: on a loaded machine the receipt
+        # may come a moment after the worker's step (read at once, it can be "not found").
+        receipt = w3.eth.wait_for_transaction_receipt(
+            first.submission_id,  # type: ignore[arg-type]
+            timeout=60,
+            poll_latency=0.05,
+        )
+        height = receipt["blockNumber"]
         bridge_abi, _ = contract("ChainloomTokenBridge")
         bridge = w3.eth.contract(
             address=Web3.to_checksum_address(deployment.token_bridge), abi=bridge_abi
         )
         assert bridge.functions.isTransferCompleted(vaa.digest).call()
 
+        # Nothing else may send to this chain meanwhile: a block mined by someone else between
+        # the rewind and these checks would make them fail for a reason not the worker's.
         w3.provider.make_request("debug_setHead", [hex(height - 1)])  # type: ignore[arg-type]
-        assert w3.eth.block_number == height - 1
-        assert not bridge.functions.isTransferCompleted(vaa.digest).call()
+        head = w3.eth.block_number
+        assert head == height - 1, f"head {head} after rewinding to {height - 1}"
+        assert not bridge.functions.isTransferCompleted(vaa.digest).call(), (
+            f"redeemed still after the rewind to {height - 1} (head {w3.eth.block_number})"
+        )
 
         deadline = time.monotonic() + 120
         while tables.locate(vaa.digest_hex) is not Table.COMPLETED:

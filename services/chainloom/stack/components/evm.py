@@ -76,6 +76,11 @@ def geth_dir() -> Path:
     return cache_dir() / f"geth-{versions.GETH}"
 
 
+def geth_built() -> bool:
+    """Whether the pinned geth is cached (starting the chains then takes seconds, no build)."""
+    return is_installed(geth_dir())
+
+
 def solc_dir() -> Path:
     """Where the pinned solcjs is cached."""
     return cache_dir() / f"solc-{versions.SOLC}"
