@@ -212,11 +212,34 @@ def main() -> None:
         raise SystemExit(api_error_line(error)) from None
 
 
+CRDS = Path(__file__).resolve().parent.parent / "crds"
+"""The project's CRDs, applied first (a fresh stack has none)."""
+
+
+def apply_crds() -> None:
+    """``kubectl apply --server-side`` of :data:`CRDS` (kubectl from ``chainloom stack env``)."""
+    try:
+        applied = subprocess.run(
+            ["kubectl", "apply", "--server-side", "--force-conflicts", "-f", str(CRDS)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    except FileNotFoundError:
+        raise SystemExit(
+            'bench/operator: kubectl is not on PATH (eval "$(chainloom stack env)")'
+        ) from None
+    if applied.returncode != 0:
+        raise SystemExit(
+            f"bench/operator: applying {CRDS} failed: {' '.join(applied.stderr.split())}"
+        )
+
+
 def run(pools: int) -> None:
     """Both measurements on the bench's own KWOK nodes; prints the figures as JSON."""
+    apply_crds()
     nodes = add_nodes(pools)
     try:
         ceiling = bare(pools)
+        print(f"bench/operator: bare client {ceiling:.1f} s for {pools} pools", file=sys.stderr)
         elapsed, peak = with_operator(pools)
     finally:
         remove_nodes(nodes)
