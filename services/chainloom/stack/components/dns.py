@@ -373,6 +373,7 @@ class ClusterDns:
                     name,
                     "--ignore-not-found",
                     "--wait=false",
+                    "--request-timeout=10s",
                 )
             except RuntimeError:
                 return  # the API server is gone already: its objects went with it
