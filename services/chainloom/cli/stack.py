@@ -68,8 +68,8 @@ def stack() -> None:
 @click.option(
     "--node",
     is_flag=True,
-    help="Add a real node (containerd, kubelet, kube-proxy) and the chainloom:dev image built "
-    "from this checkout; pods run real containers. Needs root (docs/stack.md).",
+    help="Add a real node (containerd, kubelet, kube-proxy, cluster DNS) and the chainloom:dev "
+    "image built from this checkout; pods run real containers. Needs root (docs/stack.md).",
 )
 @click.option(
     "--redis-fsync",

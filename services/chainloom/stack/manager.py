@@ -22,6 +22,7 @@ from chainloom.stack._model import CleansUp, Component, Progress, Running, Silen
 from chainloom.stack._paths import run_dir
 from chainloom.stack.components.bigtable import BigtableEmulator
 from chainloom.stack.components.cassandra import Cassandra
+from chainloom.stack.components.dns import ClusterDns
 from chainloom.stack.components.evm import CHAINS as EVM_CHAINS
 from chainloom.stack.components.evm import Geth, Solc
 from chainloom.stack.components.image import PLAIN_RECIPE, NodeImage
@@ -53,6 +54,7 @@ _COMPONENTS: tuple[Component, ...] = (
     KubeScheduler(),
     Kwok(),
     Containerd(),
+    ClusterDns(),
     Kubelet(),
     KubeProxy(),
     ApiserverRelay(),
@@ -66,7 +68,14 @@ BY_NAME: dict[str, Component] = {component.name: component for component in _COM
 GROUPS: dict[str, tuple[str, ...]] = {
     "kubernetes": ("kubectl", "helm", "etcd", "kube-apiserver"),
     "full": ("kube-controller-manager", "kube-scheduler", "kwok"),
-    "node": ("containerd", "kubelet", "kube-proxy", "apiserver-relay", "chainloom-image"),
+    "node": (
+        "containerd",
+        "cluster-dns",
+        "kubelet",
+        "kube-proxy",
+        "apiserver-relay",
+        "chainloom-image",
+    ),
     "geth": tuple(chain.component for chain in EVM_CHAINS),
     "evm": ("solc", *(chain.component for chain in EVM_CHAINS)),
 }
@@ -279,7 +288,15 @@ def down(names: Iterable[str] | None = None) -> list[str]:
             stopped.append(name)
         _save_state(state)
         if not state:
-            for leftover in ("redis", "cassandra", "etcd", "kwok", "node", *GROUPS["geth"]):
+            for leftover in (
+                "redis",
+                "cassandra",
+                "etcd",
+                "kwok",
+                "node",
+                "cluster-dns",
+                *GROUPS["geth"],
+            ):
                 shutil.rmtree(run_dir() / leftover, ignore_errors=True)
         return stopped
 

@@ -42,3 +42,7 @@ GETH = "v1.17.10"
 
 SOLC = "0.8.37"
 """solcjs from npm (``solc``): compiles the project's contracts (``chainloom evm compile``)."""
+
+COREDNS = "v1.15.0"
+"""CoreDNS from ``github.com/coredns/coredns``, built with only the plugins the node's cluster
+DNS needs (``components/dns.py``)."""

@@ -35,8 +35,9 @@ def test_unknown_component_names_the_choices() -> None:
 
 def test_the_node_brings_the_controllers_and_the_api_server() -> None:
     order = manager.resolve([], node=True)
-    assert order[-5:] == [
+    assert order[-6:] == [
         "containerd",
+        "cluster-dns",
         "kubelet",
         "kube-proxy",
         "apiserver-relay",
@@ -50,7 +51,14 @@ def test_the_node_brings_the_controllers_and_the_api_server() -> None:
 def test_stopping_the_node_group_leaves_the_control_plane() -> None:
     recorded = {name: Running(name, "", "", 0, "") for name in manager.resolve(["node"], full=True)}
     chosen = manager.resolve_running(["node"], recorded)
-    assert chosen == ["containerd", "kubelet", "kube-proxy", "apiserver-relay", "chainloom-image"]
+    assert chosen == [
+        "containerd",
+        "cluster-dns",
+        "kubelet",
+        "kube-proxy",
+        "apiserver-relay",
+        "chainloom-image",
+    ]
     everything_kubernetes = manager.resolve_running(["kubernetes"], recorded)
     assert "kubelet" in everything_kubernetes
     assert "kwok" in everything_kubernetes

@@ -40,6 +40,7 @@ from chainloom.stack._oci import ImageConfig, write_archive
 from chainloom.stack._paths import cache_dir
 from chainloom.stack._process import alive, choose_port, free_port, run, spawn, wait_until
 from chainloom.stack.components._apt import ensure_command, ensure_file
+from chainloom.stack.components.dns import CLUSTER_DOMAIN
 from chainloom.stack.components.kubernetes import (
     _go,
     _kubectl,
@@ -344,7 +345,7 @@ def kubelet_config(node: NodeLayout, port: int, healthz_port: int, dns: str | No
             "nodefs.inodesFree": "1%",
         },
         "podLogsDir": str(node.pod_logs),
-        "clusterDomain": "cluster.local",
+        "clusterDomain": CLUSTER_DOMAIN,
         "resolvConf": "/etc/resolv.conf",
         "serializeImagePulls": False,
         "maxPods": 110,
@@ -471,7 +472,7 @@ class Kubelet:
     """The kubelet, registering node ``localhost`` with the stack's API server."""
 
     name = "kubelet"
-    requires: tuple[str, ...] = ("kube-apiserver", "containerd")
+    requires: tuple[str, ...] = ("kube-apiserver", "containerd", "cluster-dns")
 
     def install(self, progress: Progress) -> None:
         build_node_binaries(progress)
@@ -491,7 +492,8 @@ class Kubelet:
         for directory in (node.kubelet_root, node.pod_logs):
             directory.mkdir(parents=True, exist_ok=True)
         config = node.home / "kubelet.json"
-        config.write_text(kubelet_config(node, port, healthz_port, dns=None))
+        dns = deps["cluster-dns"].extra["cluster_ip"]
+        config.write_text(kubelet_config(node, port, healthz_port, dns=dns))
         binary = node_binaries_dir() / "bin" / "kubelet"
         argv = [
             str(binary),
