@@ -11,6 +11,7 @@ relayer's telemetry test.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -76,7 +77,8 @@ def test_a_spark_jobs_driver_stages_arrive_at_the_collector(
     assert int(root["attrs"]["chainloom.written"]) == VAAS
 
     stages = sorted(
-        (span for span in spans if span is not root), key=lambda span: int(span["startTimeUnixNano"])
+        (span for span in spans if span is not root),
+        key=lambda span: int(span["startTimeUnixNano"]),
     )
     assert [span["name"] for span in stages] == [
         "spark.read", "spark.verify_write", "spark.verify_write", "spark.summary",
@@ -90,5 +92,5 @@ def test_a_spark_jobs_driver_stages_arrive_at_the_collector(
         assert span["parentSpanId"] == root["spanId"]
         assert int(root["startTimeUnixNano"]) <= int(span["startTimeUnixNano"])
         assert int(span["endTimeUnixNano"]) <= int(root["endTimeUnixNano"])
-    for before, after in zip(stages, stages[1:], strict=False):
+    for before, after in itertools.pairwise(stages):
         assert int(before["endTimeUnixNano"]) <= int(after["startTimeUnixNano"])
