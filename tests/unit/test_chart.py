@@ -42,7 +42,8 @@ def _render(*sets: str) -> list[dict[str, Any]]:
 def _operator_container(documents: list[dict[str, Any]]) -> dict[str, Any]:
     deployment = next(doc for doc in documents if doc["kind"] == "Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    return container
+    found: dict[str, Any] = container
+    return found
 
 
 def test_the_operators_metrics_are_off_by_default() -> None:
