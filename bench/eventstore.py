@@ -209,7 +209,8 @@ def run(
     outcome = ", ".join(f"{k} {v}" for k, v in totals.items())
     print(
         f"eventstore [{mode} SignedVAA]{label} processes={processes} vaas={inputs} "
-        f"rows_written={rows} ({outcome}); best of {repeats}"
+        f"rows_written={rows} ({outcome}); best of {repeats}; "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     print(
         f"  store:   {inputs / store_seconds:7.0f} VAA/s {rows / store_seconds:7.0f} rows/s"
