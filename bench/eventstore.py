@@ -14,6 +14,11 @@ Runs against the Bigtable emulator of the local stack (``BIGTABLE_EMULATOR_HOST`
 
 Printed for each process count: the best of R for VAAs/s through the store, rows/s of the
 ceiling, and store/ceiling; also the client CPU per row, which is steadier on a shared machine.
+
+``--telemetry`` runs each case four times, telemetry off, on, off, on (on: ``OTEL_*`` pointing
+at the stack's collector, ``--otlp-endpoint``: the writer's ``eventstore.write_batch`` spans and
+its ``chainloom.eventstore.rows`` counter exported over OTLP); the two off runs show the noise
+the on/off difference is read against (issue 15).
 """
 
 from __future__ import annotations
@@ -112,13 +117,19 @@ def _ceiling_once(table: str, rows: list[tuple[str, Any, Any]]) -> dict[str, Any
     return {"seconds": seconds, "cpu": cpu, "rows": len(rows)}
 
 
-def _worker(args: tuple[list[str], list[str], list[bytes], bool]) -> dict[str, Any]:
+def _worker(args: tuple[list[str], list[str], list[bytes], bool, str | None]) -> dict[str, Any]:
     warnings.simplefilter("ignore")
+    from chainloom import telemetry
     from chainloom.eventstore.writer import EventWriter
     from chainloom.testing.dev_guardians import DevGuardians
     from chainloom.wormhole import CHAINS, SignatureCache, mainnet_emitters
 
-    store_tables, ceiling_tables, raws, conditional = args
+    store_tables, ceiling_tables, raws, conditional, endpoint = args
+    for name in [name for name in os.environ if name.startswith("OTEL_")]:
+        del os.environ[name]
+    if endpoint:  # telemetry on in this (fresh, spawned) process
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+    observed = telemetry.setup("chainloom-eventstore-bench")
     emitters = mainnet_emitters().with_dev_emitters(c for c in CHAINS if c)
     verifier = EventWriter(
         None,  # type: ignore[arg-type]  # prepare() needs no tables
@@ -138,6 +149,7 @@ def _worker(args: tuple[list[str], list[str], list[bytes], bool]) -> dict[str, A
         store = _store_once(store_table, prepared, conditional)
         ceilings.append(_ceiling_once(ceiling_table, store.pop("rows")))
         stores.append(store)
+    observed.shutdown()
     return {
         "inputs": len(prepared),
         "verify_seconds": verify_seconds,
@@ -157,7 +169,15 @@ def _shards(raws: list[bytes], processes: int) -> list[list[bytes]]:
     return shards
 
 
-def run(raws: list[bytes], processes: int, repeats: int, conditional: bool) -> None:
+def run(
+    raws: list[bytes],
+    processes: int,
+    repeats: int,
+    conditional: bool,
+    endpoint: str | None = None,
+    label: str = "",
+) -> None:
+    """One case; ``endpoint``: telemetry on, exporting there (``label`` names the case)."""
     from chainloom.eventstore.bigtable import drop_tables, ensure_schema
 
     run_id = uuid.uuid4().hex[:8]
@@ -169,7 +189,7 @@ def run(raws: list[bytes], processes: int, repeats: int, conditional: bool) -> N
     try:
         with mp.get_context("spawn").Pool(processes) as pool:
             results = pool.map(
-                _worker, [(store_tables, ceiling_tables, s, conditional) for s in shards]
+                _worker, [(store_tables, ceiling_tables, s, conditional, endpoint) for s in shards]
             )
     finally:
         for table in store_tables + ceiling_tables:
@@ -188,8 +208,9 @@ def run(raws: list[bytes], processes: int, repeats: int, conditional: bool) -> N
     mode = "check-and-mutate" if conditional else "partitioned bulk"
     outcome = ", ".join(f"{k} {v}" for k, v in totals.items())
     print(
-        f"eventstore [{mode} SignedVAA] processes={processes} vaas={inputs} "
-        f"rows_written={rows} ({outcome}); best of {repeats}"
+        f"eventstore [{mode} SignedVAA]{label} processes={processes} vaas={inputs} "
+        f"rows_written={rows} ({outcome}); best of {repeats}; "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     print(
         f"  store:   {inputs / store_seconds:7.0f} VAA/s {rows / store_seconds:7.0f} rows/s"
@@ -212,13 +233,33 @@ def main() -> None:
     parser.add_argument(
         "--modes", default="bulk,conditional", help="SignedVAA write modes: bulk, conditional"
     )
+    parser.add_argument(
+        "--telemetry", action="store_true", help="Also run each case with telemetry off and on."
+    )
+    parser.add_argument(
+        "--otlp-endpoint", help="Collector of the telemetry-on runs (default: the stack's)."
+    )
     options = parser.parse_args()
     if not os.environ.get("BIGTABLE_EMULATOR_HOST"):
         sys.exit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom stack env)")')
+    endpoint = options.otlp_endpoint
+    if options.telemetry and not endpoint:
+        from chainloom.stack import manager
+
+        running = manager.load_state().get("otel")
+        endpoint = running.extra.get("endpoint") if running is not None else None
+        if not endpoint:
+            sys.exit("no collector: chainloom stack up --only otel, or give --otlp-endpoint")
     raws = _generate(options.count, options.seed)
     for mode in options.modes.split(","):
         for processes in (int(p) for p in options.processes.split(",")):
-            run(raws, processes, options.repeats, conditional=mode == "conditional")
+            conditional = mode == "conditional"
+            if not options.telemetry:
+                run(raws, processes, options.repeats, conditional)
+                continue
+            # Off, on, off, on: the two off runs show the noise the on/off gap is read against.
+            for label, where in [(" telemetry off", None), (" telemetry on", endpoint)] * 2:
+                run(raws, processes, options.repeats, conditional, where, label)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,19 @@ Runs against the Bigtable emulator of the local stack (``BIGTABLE_EMULATOR_HOST`
    the time from the first copy leaving the spy client to its write returning (the row is
    readable from then on). p50 and p99 are printed.
 
+5. **Telemetry on and off** (``--telemetry``, issue 15: "off costs nothing measurable"): each
+   round also runs the indexer three more times, each in a fresh process (the OpenTelemetry
+   API's global providers can be installed once per process): ``plain`` (the pipeline alone,
+   as in step 3), ``off`` (as ``indexer run`` with no ``OTEL_*``: the ``/metrics``
+   instruments, the write-latency histogram recorded per VAA, the no-op tracer) and ``on``
+   (``OTEL_EXPORTER_OTLP_ENDPOINT`` set: spans of every batch and of the event writer, and
+   the metrics exported over OTLP to the stack's collector, ``--otlp-endpoint``). Also the
+   histogram's own cost per VAA, timed apart (``LatencyHistogram.observe`` with and without
+   the SDK histogram behind it). CPU per VAA is the steadier figure on a shared machine.
+
 Both runs are on one core's worth of Python (one event loop, one verify and one write thread).
 Goal (issue 14): indexer VAA/s >= 0.8 x bare writer VAA/s. Run:
-``.venv/bin/python bench/indexer.py [--vaas 2000] [--copies 19] [--rate 100]``.
+``.venv/bin/python bench/indexer.py [--vaas 2000] [--copies 19] [--rate 100] [--telemetry]``.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing as mp
 import os
 import statistics
 import subprocess
@@ -41,9 +52,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from chainloom import telemetry
 from chainloom.eventstore.bigtable import BigtableTables, drop_tables, ensure_schema
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.indexer.config import IndexerSettings
+from chainloom.indexer.metrics import IndexerMetrics, LatencyHistogram, MetricsSnapshot
 from chainloom.indexer.pipeline import Pipeline
 from chainloom.indexer.service import bounds, gap_filler, open_writer, spy_client
 from chainloom.relayer.spy_client import SpyClient
@@ -135,9 +148,11 @@ async def indexer_run(
     rate: float,
     scratch: Path,
     gaps: bool = True,
+    instruments: telemetry.Telemetry | None = None,
 ) -> tuple[float, float, list[float], dict[str, Any]]:
     """(seconds and CPU seconds from first receipt to last write, per-message latencies,
-    counters)."""
+    counters); with ``instruments`` the pipeline's metrics are wired as ``indexer run`` wires
+    them (its ``/metrics`` provider, exported over OTLP when ``instruments`` exports)."""
     source_file = scratch / f"vaas-{uuid.uuid4().hex[:6]}.txt"
     source_file.write_text("\n".join(raw.hex() for raw in raws) + "\n")
     address = settings.spy.address
@@ -156,6 +171,13 @@ async def indexer_run(
         filler = gap_filler(settings, store) if gaps else None
         observers: list[Any] = [written] if filler is None else [written, filler.book]
         pipeline = Pipeline(source, store, bounds(settings), observers=observers)
+        metrics = None
+        if instruments is not None:
+            metrics = IndexerMetrics(
+                pipeline.snapshot,
+                pipeline.counters.latency,
+                readers=instruments.otlp_metric_readers(),
+            )
         stop, filler_stop = asyncio.Event(), asyncio.Event()
         filling = None
         if filler is not None:
@@ -173,6 +195,8 @@ async def indexer_run(
             await filler.save()
             assert not filler.book.dirty, "the gap state was not saved"
             filler.close()
+        if metrics is not None:
+            metrics.shutdown()
         store.writer.tables.close()
     finally:
         server.terminate()
@@ -186,6 +210,83 @@ async def indexer_run(
         **store.outcomes(),
     }
     return finished - source.started, cpu_finished - source.cpu_started, latencies, counters
+
+
+MODES = ("plain", "off", "on")
+"""The indexer runs of ``--telemetry``: no instruments, telemetry off, telemetry on."""
+BENCH_RUN_ATTRIBUTE = "chainloom.bench.run"
+"""Resource attribute naming this bench run's telemetry at the collector."""
+
+
+def telemetry_round(
+    mode: str,
+    raws: list[bytes],
+    settings: dict[str, Any],
+    copies: int,
+    scratch: str,
+    gaps: bool,
+    endpoint: str,
+    run_id: str,
+) -> tuple[float, float, dict[str, Any]]:
+    """One indexer run in a fresh process (:data:`MODES`): (seconds, CPU seconds, counters)."""
+    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
+    for name in [name for name in os.environ if name.startswith("OTEL_")]:
+        del os.environ[name]
+    if mode == "on":
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+        os.environ["OTEL_RESOURCE_ATTRIBUTES"] = f"{BENCH_RUN_ATTRIBUTE}={run_id}"
+    observed = telemetry.setup("chainloom-indexer")  # installs nothing unless "on"
+    try:
+        seconds, cpu, _, counters = asyncio.run(
+            indexer_run(
+                raws,
+                IndexerSettings.model_validate(settings),
+                copies,
+                0.0,
+                Path(scratch),
+                gaps=gaps,
+                instruments=None if mode == "plain" else observed,
+            )
+        )
+    finally:
+        observed.shutdown()
+    return seconds, cpu, counters
+
+
+def histogram_cost(count: int = 200_000) -> tuple[float, float]:
+    """Microseconds per ``LatencyHistogram.observe``: (the bucket count alone, with the SDK
+    histogram of :class:`IndexerMetrics` behind it, as ``indexer run`` has it)."""
+    values = [(i % 997) / 1000 for i in range(count)]
+
+    def per_call(histogram: LatencyHistogram) -> float:
+        started = time.process_time()
+        for value in values:
+            histogram.observe(value)
+        return (time.process_time() - started) / count * 1e6
+
+    plain = LatencyHistogram()
+    wired = LatencyHistogram()
+
+    def never_collected() -> MetricsSnapshot:
+        raise AssertionError("the bench never collects these metrics")
+
+    metrics = IndexerMetrics(never_collected, wired)
+    try:
+        plain_us = min(per_call(plain) for _ in range(3))
+        wired_us = min(per_call(wired) for _ in range(3))
+    finally:
+        metrics.shutdown()
+    return plain_us, wired_us
+
+
+def _collector_endpoint() -> str | None:
+    """``OTEL_EXPORTER_OTLP_ENDPOINT``, else the local stack's collector (if it runs)."""
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"]
+    from chainloom.stack import manager
+
+    running = manager.load_state().get("otel")
+    return running.extra.get("endpoint") if running is not None else None
 
 
 def _key(raw: bytes) -> MessageKey:
@@ -209,16 +310,27 @@ def main() -> None:
     parser.add_argument(
         "--no-gaps", action="store_true", help="Leave gap tracking out of the indexer runs."
     )
+    parser.add_argument(
+        "--telemetry", action="store_true",
+        help="Also run the indexer with no instruments, telemetry off and telemetry on.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--otlp-endpoint", help="Collector of the telemetry-on runs (default: the stack's)."
+    )
     args = parser.parse_args()
     if not os.environ.get("BIGTABLE_EMULATOR_HOST"):
         sys.exit('BIGTABLE_EMULATOR_HOST is not set: eval "$(chainloom stack env)" first')
+    endpoint = args.otlp_endpoint or (_collector_endpoint() if args.telemetry else None)
+    if args.telemetry and not endpoint:
+        sys.exit("no collector: chainloom stack up --only otel, or give --otlp-endpoint")
     warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
 
     kit = DevGuardians()
     raws = list(generate_vaas(args.vaas, args.seed, kit, DEFAULT_MIX))
     late = list(generate_vaas(args.latency_vaas, args.seed + 1, kit, DEFAULT_MIX))
     run_id = uuid.uuid4().hex[:8]
-    names = [f"{kind}{i}" for i in range(args.rounds) for kind in ("bare", "indexer")]
+    kinds = ["bare", "indexer", *(MODES if args.telemetry else ())]
+    names = [f"{kind}{i}" for i in range(args.rounds) for kind in kinds]
     tables = {name: f"bench-idx-{name}-{run_id}" for name in [*names, "latency"]}
     for table in tables.values():
         ensure_schema(_location(table))
@@ -239,6 +351,8 @@ def main() -> None:
 
         bare_times: list[tuple[float, float]] = []
         indexer_times: list[tuple[float, float]] = []
+        mode_times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}
+        spawn = mp.get_context("spawn")
         try:
             # Alternate the two, so a load spike on a shared machine hits both alike.
             for i in range(args.rounds):
@@ -254,6 +368,16 @@ def main() -> None:
                     )
                 )
                 indexer_times.append((seconds, cpu))
+                # A new order each round, so no mode always runs first (or after the same one).
+                for mode in (MODES[i % 3 :] + MODES[: i % 3]) if args.telemetry else ():
+                    with spawn.Pool(1) as pool:
+                        seconds, cpu, mode_counters = pool.apply(
+                            telemetry_round,
+                            (mode, raws, settings(tables[f"{mode}{i}"]).model_dump(mode="json"),
+                             args.copies, scratch_dir, not args.no_gaps, endpoint, run_id),
+                        )  # fmt: skip
+                    assert mode_counters["written"] == counters["written"], mode_counters
+                    mode_times[mode].append((seconds, cpu))
             _, _, latencies, _ = asyncio.run(
                 indexer_run(
                     late,
@@ -290,6 +414,33 @@ def main() -> None:
         f"p99 {_percentile(latencies, 0.99) * 1000:.0f} ms, "
         f"mean {statistics.fmean(latencies) * 1000:.0f} ms"
     )
+    if args.telemetry:
+        _print_telemetry(len(raws), mode_times, endpoint)
+
+
+def _print_telemetry(
+    vaas: int, mode_times: dict[str, list[tuple[float, float]]], endpoint: str | None
+) -> None:
+    best = {mode: min(seconds for seconds, _ in times) for mode, times in mode_times.items()}
+    cpu = {mode: min(c for _, c in times) / vaas * 1e6 for mode, times in mode_times.items()}
+    print(f"  telemetry (each run a fresh process; best of {len(mode_times['plain'])}; "
+          f"on: OTLP to {endpoint}):")  # fmt: skip
+    what = {
+        "plain": "no instruments",
+        "off": "off (/metrics instruments)",
+        "on": "on (spans + OTLP)",
+    }
+    for mode in MODES:
+        rounds = ", ".join(f"{c / vaas * 1e6:.0f}" for _, c in mode_times[mode])
+        print(f"    {what[mode]:27s} {vaas / best[mode]:7.0f} VAA/s, CPU {cpu[mode]:6.0f} us/VAA "
+              f"(rounds: {rounds})")  # fmt: skip
+    ratios = (cpu["off"] / cpu["plain"], cpu["on"] / cpu["off"],
+              best["plain"] / best["off"], best["off"] / best["on"])  # fmt: skip
+    print("    CPU per VAA off/plain {:.3f}, on/off {:.3f} (above 1: costs more); "
+          "VAA/s off/plain {:.3f}, on/off {:.3f} (below 1: slower)".format(*ratios))  # fmt: skip
+    plain_us, wired_us = histogram_cost()
+    print(f"  write-latency histogram: {wired_us:.2f} us per VAA with the SDK histogram, "
+          f"{plain_us:.2f} us without (+{wired_us - plain_us:.2f} us)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -55,8 +55,8 @@ class OperatorSettings(ServiceSettings):
         default=None,
         pattern=r"^https?://\S+$",
         description="OTLP/HTTP endpoint of a collector (http://otel-collector:4318) the "
-        "relayer and indexer pods the operator renders export traces and metrics to "
-        "(OTEL_EXPORTER_OTLP_ENDPOINT); null: their telemetry stays off.",
+        "relayer and indexer pods and the Spark drivers the operator renders export traces "
+        "and metrics to (OTEL_EXPORTER_OTLP_ENDPOINT); null: their telemetry stays off.",
     )
     retries: int = Field(
         default=8,

@@ -6,9 +6,11 @@ docs/exit-codes.md (0 ok, 2 bad input, 3 conflict, 4 unavailable, 1 a bug, 130 i
 and the line never carries a traceback unless ``CHAINLOOM_DEBUG=1``.
 
 The driver's stages are spans (:func:`traced_job`, :func:`stage`): a ``spark.job`` root per run,
-``spark.read``, ``spark.verify_write``, ``spark.summary`` and the like under it, exported when
-the standard ``OTEL_*`` variables ask for it (``chainloom.telemetry.setup``); with nothing
-configured they cost one function call each. Executors' tasks are not traced.
+``spark.read``, ``spark.verify_write``, ``spark.summary`` and the like under it, the root
+carrying the summary's counts (:func:`record_counts`), exported when the standard ``OTEL_*``
+variables ask for it (``chainloom.telemetry.setup``); with nothing configured they cost one
+function call each. Executors' tasks are not traced: their Python workers never call
+``telemetry.setup``, and a span per partition would say little the summary does not.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from enum import IntEnum
 from typing import Any, Protocol, TypeVar
@@ -102,17 +104,40 @@ def run_job(body: Callable[[], int]) -> int:
         return int(code)
 
 
+def service_name(job: str) -> str:
+    """The default ``service.name`` of a job's driver (``chainloom-spark-<job>``; the operator
+    sets the same in the SparkApplications it renders)."""
+    return f"chainloom-spark-{job}"
+
+
 @contextlib.contextmanager
-def traced_job(job: str) -> Iterator[None]:
+def traced_job(job: str) -> Iterator[trace.Span]:
     """Run a job's body under a ``spark.job`` span (``chainloom.job``), exporting its spans
     when ``OTEL_*`` asks (default ``service.name``: ``chainloom-spark-<job>``); the spans still
-    buffered are sent before it returns."""
-    observed = telemetry.setup(f"chainloom-spark-{job}")
+    buffered are sent before it returns. Yields the span (a non-recording one while tracing is
+    off), for :func:`record_counts`."""
+    observed = telemetry.setup(service_name(job))
     try:
-        with telemetry.start_span(_tracer, "spark.job", attributes={"chainloom.job": job}):
-            yield
+        with telemetry.start_span(_tracer, "spark.job", attributes={"chainloom.job": job}) as span:
+            yield span
     finally:
         observed.shutdown()
+
+
+def count_attributes(document: Mapping[str, Any]) -> dict[str, int]:
+    """The counts of a summary's JSON document as span attributes: every top-level integer
+    (``read``, ``new``, ``written``, ``refused``, ``ledgers``, ...) as ``chainloom.<name>``."""
+    return {
+        f"chainloom.{name}": value
+        for name, value in document.items()
+        if isinstance(value, int) and not isinstance(value, bool)
+    }
+
+
+def record_counts(span: trace.Span, document: Mapping[str, Any]) -> None:
+    """Put a summary's counts (:func:`count_attributes`) on the job's span."""
+    if span.is_recording():
+        span.set_attributes(count_attributes(document))
 
 
 def stage(name: str, **attributes: str | int) -> AbstractContextManager[trace.Span]:
@@ -158,14 +183,16 @@ def run_table_job(
             plan = resolve(argv)
         except SettingsError as error:
             raise JobArgumentError(str(error)) from None
-        with traced_job(job):
+        with traced_job(job) as span:
             summary = run(plan)
             with stage("summary"):
+                document = summary.as_dict()
+                record_counts(span, document)
                 for line in summary.lines():
                     print(line)
                 if plan.summary_path:
                     summary.write_json(plan.summary_path)
-                write_termination_message(summary.as_dict())
+                write_termination_message(document)
         return 0
 
     return run_job(body)

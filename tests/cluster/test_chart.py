@@ -99,6 +99,23 @@ def test_service_monitor_is_optional(kubeconfig: str, kube_namespace: str) -> No
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
 
 
+def test_the_operators_metrics_service_is_accepted(
+    chainloom_crds: str, kube_namespace: str
+) -> None:
+    """``operator.metrics.enabled``: the Deployment with its metrics port and the Service pass
+    the real API server's validation (server-side dry run)."""
+    kubeconfig = chainloom_crds
+    _, documents = _render(kubeconfig, kube_namespace, "operator.metrics.enabled=true")
+    wanted = [doc for doc in documents if doc["kind"] in ("Deployment", "Service")]
+    assert sorted(doc["kind"] for doc in wanted) == ["Deployment", "Service"]
+    kubectl = str(k8s_dir() / "bin" / "kubectl")
+    applied = _run(kubectl, f"--kubeconfig={kubeconfig}", "-n", kube_namespace, "apply",
+                   "--dry-run=server", "-f", "-",
+                   stdin=yaml.safe_dump_all(wanted))  # fmt: skip
+    assert "service/demo-chainloom-operator-metrics created (server dry run)" in applied
+    assert "deployment.apps/demo-chainloom-operator created (server dry run)" in applied
+
+
 def test_install_upgrade_uninstall_keeps_the_crds(
     chainloom_crds: str, kube_namespace: str, local_stack: StackForTests
 ) -> None:

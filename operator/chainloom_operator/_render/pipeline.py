@@ -7,6 +7,12 @@ or Cassandra keyspace, so a pipeline never repeats where its data goes. The rend
 arguments are parsed by the job's own flag parser before anything is applied, so a bad
 ``arguments`` entry is refused here rather than failing in the driver pod.
 
+With the operator's ``otlp_endpoint`` the rendered pods export their telemetry there: the
+indexer's container and the Spark driver and executors get the standard ``OTEL_*`` variables
+(:func:`~chainloom_operator._render.common.telemetry_environment`); the pipeline's own ``env``
+wins over them. Only the driver records spans (its stages: :mod:`chainloom_spark.runner`); the
+executors' Python workers never call ``telemetry.setup``, so the variables cost them nothing.
+
 The streaming indexer runs ``chainloom indexer run --config FILE`` with an
 :class:`~chainloom.indexer.config.IndexerSettings` built from the spec and the sink and dumped
 by the model into its ConfigMap, as the relayer's pods get theirs.
@@ -37,6 +43,7 @@ from chainloom_spark.errors import JobArgumentError
 from chainloom_spark.jobs import check_arguments
 from chainloom_spark.manifest import API_VERSION as SPARK_API_VERSION
 from chainloom_spark.manifest import render_application
+from chainloom_spark.runner import service_name
 from chainloom_spark.settings import SparkJobSettings
 
 SCHEDULED_KIND = "ScheduledSparkApplication"
@@ -89,9 +96,21 @@ def job_arguments(batch: BatchSpec, sink: BackendTableSpec) -> list[str]:
     return arguments
 
 
-def job_settings(owner: Owner, batch: BatchSpec, sink: BackendTableSpec) -> SparkJobSettings:
-    """The Spark jobs' settings model for this pipeline (what ``spark manifest`` renders)."""
-    kubernetes = {**batch.resources.model_dump(), "namespace": owner.namespace}
+def job_settings(
+    owner: Owner, batch: BatchSpec, sink: BackendTableSpec, otlp_endpoint: str | None = None
+) -> SparkJobSettings:
+    """The Spark jobs' settings model for this pipeline (what ``spark manifest`` renders); with
+    ``otlp_endpoint`` the ``OTEL_*`` variables join the pods' environment, under
+    ``resources.env`` (which wins)."""
+    telemetry = {
+        variable["name"]: variable["value"]
+        for variable in telemetry_environment(otlp_endpoint, service_name(batch.job), owner)
+    }
+    kubernetes = {
+        **batch.resources.model_dump(),
+        "namespace": owner.namespace,
+        "env": {**telemetry, **batch.resources.env},
+    }
     values: dict[str, Any] = {
         "spark": batch.spark.model_dump(),
         "writer": batch.writer.model_dump(),
@@ -105,9 +124,12 @@ def job_settings(owner: Owner, batch: BatchSpec, sink: BackendTableSpec) -> Spar
     return SparkJobSettings.model_validate(values)
 
 
-def spark_application(owner: Owner, batch: BatchSpec, sink: BackendTableSpec) -> dict[str, Any]:
-    """The SparkApplication of one run, owned by the pipeline."""
-    settings = job_settings(owner, batch, sink)
+def spark_application(
+    owner: Owner, batch: BatchSpec, sink: BackendTableSpec, otlp_endpoint: str | None = None
+) -> dict[str, Any]:
+    """The SparkApplication of one run, owned by the pipeline (``otlp_endpoint``: where its
+    driver exports its spans)."""
+    settings = job_settings(owner, batch, sink, otlp_endpoint)
     application = render_application(
         batch.job, job_arguments(batch, sink), settings, name=owner.name
     )
@@ -117,10 +139,14 @@ def spark_application(owner: Owner, batch: BatchSpec, sink: BackendTableSpec) ->
 
 
 def scheduled_application(
-    owner: Owner, spec: IngestPipelineSpec, batch: BatchSpec, sink: BackendTableSpec
+    owner: Owner,
+    spec: IngestPipelineSpec,
+    batch: BatchSpec,
+    sink: BackendTableSpec,
+    otlp_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """The ScheduledSparkApplication running the same application on ``spec.schedule``."""
-    application = spark_application(owner, batch, sink)
+    application = spark_application(owner, batch, sink, otlp_endpoint)
     return {
         "apiVersion": SPARK_API_VERSION,
         "kind": SCHEDULED_KIND,
@@ -222,10 +248,11 @@ def render_pipeline(
     *,
     otlp_endpoint: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every child of the pipeline (``otlp_endpoint``: where the indexer's pods export)."""
+    """Every child of the pipeline (``otlp_endpoint``: where the indexer's pods or the Spark
+    driver export)."""
     if spec.mode == "streaming":
         return indexer_children(owner, spec, sink, otlp_endpoint)
     assert spec.batch is not None
     if spec.schedule is not None:
-        return [scheduled_application(owner, spec, spec.batch, sink)]
-    return [spark_application(owner, spec.batch, sink)]
+        return [scheduled_application(owner, spec, spec.batch, sink, otlp_endpoint)]
+    return [spark_application(owner, spec.batch, sink, otlp_endpoint)]

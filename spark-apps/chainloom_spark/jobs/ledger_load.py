@@ -70,7 +70,7 @@ from chainloom.ledger.types import LedgerHeader
 from chainloom.settings import load_settings
 from chainloom_spark.errors import JobArgumentError
 from chainloom_spark.progress import Progress, ProgressCounters
-from chainloom_spark.runner import run_job, setup_logging, stage, traced_job
+from chainloom_spark.runner import record_counts, run_job, setup_logging, stage, traced_job
 from chainloom_spark.session import job_session
 from chainloom_spark.settings import SparkJobSettings
 from chainloom_spark.termination import write_termination_message
@@ -550,7 +550,7 @@ def _load(argv: list[str] | None) -> int:
     backend = open_backend(settings)
     load: LedgerLoad | None = None
     try:
-        with traced_job(JOB), job_session(spark_settings.spark, JOB) as spark:
+        with traced_job(JOB) as span, job_session(spark_settings.spark, JOB) as spark:
             options = LoadOptions(
                 dump=args.input,
                 settings=settings,
@@ -563,7 +563,9 @@ def _load(argv: list[str] | None) -> int:
             with Progress(JOB, load.counters, spark_settings.progress_interval), stage("load"):
                 summary = load.run()
             with stage("summary"):
-                write_termination_message(summary.as_dict())
+                document = summary.as_dict()
+                record_counts(span, document)
+                write_termination_message(document)
     finally:
         if load is not None:
             LOG.info("%s: %s", JOB, load.summary.line())

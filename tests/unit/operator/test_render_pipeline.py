@@ -139,8 +139,60 @@ def test_an_otlp_endpoint_reaches_the_indexer_and_its_own_env_wins() -> None:
     assert _env(deployment)["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint
 
 
-def test_batch_pipelines_are_unchanged_by_an_otlp_endpoint() -> None:
+def _pod_env(pod: dict[str, Any]) -> dict[str, str]:
+    return {variable["name"]: variable["value"] for variable in pod.get("env", [])}
+
+
+def test_an_otlp_endpoint_reaches_the_spark_driver_and_executors() -> None:
+    endpoint = "http://otel-collector.monitoring:4318"
     model = IngestPipelineSpec.model_validate(_sample("ingestpipeline-batch.yaml"))
-    assert render_pipeline(OWNER, model, BIGTABLE, otlp_endpoint="http://c:4318") == (
-        render_pipeline(OWNER, model, BIGTABLE)
-    )
+    (app,) = render_pipeline(OWNER, model, BIGTABLE, otlp_endpoint=endpoint)
+    for pod in ("driver", "executor"):
+        env = _pod_env(app["spec"][pod])
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint
+        assert env["OTEL_SERVICE_NAME"] == "chainloom-spark-vaa-ingest"
+        assert env["OTEL_RESOURCE_ATTRIBUTES"] == (
+            "k8s.namespace.name=data,chainloom.owner=IngestPipeline/backfill-2024"
+        )
+    # Nothing else changes, and without an endpoint no OTEL_* variable is rendered.
+    (plain,) = render_pipeline(OWNER, model, BIGTABLE)
+    for pod in ("driver", "executor"):
+        assert not any(name.startswith("OTEL_") for name in _pod_env(plain["spec"][pod]))
+        app["spec"][pod]["env"] = [
+            v for v in app["spec"][pod]["env"] if not v["name"].startswith("OTEL_")
+        ]
+        if not app["spec"][pod]["env"]:
+            del app["spec"][pod]["env"]
+    assert app == plain
+
+
+def test_the_scheduled_application_and_each_job_name_their_service() -> None:
+    endpoint = "http://c:4318"
+    spec = {"mode": "batch", "sink": "ledger",
+            "batch": {"job": "ledger-load", "input": "/data/ledgers.jsonl"}}  # fmt: skip
+    model = IngestPipelineSpec.model_validate(spec)
+    (app,) = render_pipeline(OWNER, model, CASSANDRA, otlp_endpoint=endpoint)
+    assert _pod_env(app["spec"]["driver"])["OTEL_SERVICE_NAME"] == "chainloom-spark-ledger-load"
+    model = IngestPipelineSpec.model_validate(_sample("ingestpipeline-scheduled.yaml"))
+    (scheduled,) = render_pipeline(OWNER, model, BIGTABLE, otlp_endpoint=endpoint)
+    template = scheduled["spec"]["template"]
+    for pod in ("driver", "executor"):
+        env = _pod_env(template[pod])
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint
+        assert env["OTEL_SERVICE_NAME"] == f"chainloom-spark-{model.batch.job}"  # type: ignore[union-attr]
+
+
+def test_the_pipelines_own_spark_env_wins_over_the_operators() -> None:
+    spec = _sample("ingestpipeline-batch.yaml")
+    spec["batch"].setdefault("resources", {})["env"] = {
+        "OTEL_SERVICE_NAME": "ingest-eu", "OTEL_TRACES_SAMPLER": "always_off",
+    }  # fmt: skip
+    model = IngestPipelineSpec.model_validate(spec)
+    (app,) = render_pipeline(OWNER, model, BIGTABLE, otlp_endpoint="http://c:4318")
+    driver = app["spec"]["driver"]
+    names = [variable["name"] for variable in driver["env"]]
+    assert names.count("OTEL_SERVICE_NAME") == 1
+    env = _pod_env(driver)
+    assert env["OTEL_SERVICE_NAME"] == "ingest-eu"
+    assert env["OTEL_TRACES_SAMPLER"] == "always_off"
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://c:4318"

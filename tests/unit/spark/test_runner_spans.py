@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from chainloom import telemetry
 from chainloom_spark import runner
 from chainloom_spark.errors import JobArgumentError
-from chainloom_spark.runner import run_table_job, stage
+from chainloom_spark.runner import count_attributes, run_table_job, stage
 from chainloom_spark.summary import JobSummary
 from chainloom_spark.termination import TERMINATION_LOG_ENV
 
@@ -29,7 +29,9 @@ def _run(plan: Plan) -> JobSummary:
         pass
     with stage("verify_write", **{"chainloom.phase": "messages"}):
         pass
-    return JobSummary("vaa-ingest")
+    summary = JobSummary("vaa-ingest")
+    summary.merge_counts([(2, {"new": 5, "unchanged": 1, "written": 5}), (-1, {"refused": 2})])
+    return summary
 
 
 @pytest.fixture
@@ -55,7 +57,12 @@ def test_the_stages_are_children_of_one_job_span(
     assert set(spans) == {"spark.job", "spark.read", "spark.verify_write", "spark.summary"}
     root = spans["spark.job"]
     assert root.parent is None
-    assert root.attributes == {"chainloom.job": "vaa-ingest"}
+    # The root carries the summary's counts (integers only: no "job", no "seconds").
+    assert root.attributes == {
+        "chainloom.job": "vaa-ingest", "chainloom.read": 8, "chainloom.new": 5,
+        "chainloom.updated": 0, "chainloom.unchanged": 1, "chainloom.conflicting": 0,
+        "chainloom.refused": 2, "chainloom.written": 5,
+    }  # fmt: skip
     for name in ("spark.read", "spark.verify_write", "spark.summary"):
         parent = spans[name].parent
         assert parent is not None
@@ -97,3 +104,9 @@ def test_nothing_is_recorded_while_tracing_is_off(
     monkeypatch.setattr(runner, "_tracer", provider.get_tracer("test"))
     assert run_table_job([], lambda argv: Plan(), _run, "vaa-ingest") == 0
     assert exporter.get_finished_spans() == ()
+
+
+def test_count_attributes_keep_integers_only() -> None:
+    document = {"job": "ledger-load", "ledgers": 30, "transactions": 600, "seconds": 1.5,
+                "done": True, "per_chain": {"2": {"new": 1}}}  # fmt: skip
+    assert count_attributes(document) == {"chainloom.ledgers": 30, "chainloom.transactions": 600}
