@@ -26,7 +26,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import kopf
@@ -79,6 +79,19 @@ SPARK_KINDS = (("sparkoperator.k8s.io/v1beta2", "SparkApplication"),
 PIPELINE_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"), *SPARK_KINDS)
 CHILD_LABELS = {OWNER_KIND_LABEL: kopf.PRESENT, OWNER_NAME_LABEL: kopf.PRESENT}
 """The label filter of the children's watches."""
+HANDLER_THREADS = 8
+"""Threads running the (synchronous) handlers: at most this many API calls at once."""
+OBJECTS_AT_ONCE = 8
+"""Objects of one kind whose events are handled at once (kopf's ``queueing.worker_limit``).
+
+kopf starts a task per object with pending events; unbounded, a thousand new pools and their
+children mean thousands of tasks, each holding its event bodies and API connections while it
+waits for one of the :data:`HANDLER_THREADS`. Bounded, the next events wait in the watch
+stream (the API server keeps them), and the operator's memory stays flat however many objects
+arrive at once (docs/operator.md, "Scale")."""
+WORKER_IDLE = 0.5
+"""Seconds an object's task waits for its next event before it ends (kopf's default is 5 s:
+with :data:`OBJECTS_AT_ONCE` tasks, idle ones would hold the places of busy objects)."""
 S = TypeVar("S", bound=Spec)
 _random = random.Random()  # noqa: S311 (jitter, not secrets)
 
@@ -101,7 +114,9 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.watching.server_timeout = 120
     settings.watching.client_timeout = 150
     settings.posting.level = logging.WARNING  # only warnings become Kubernetes events
-    settings.execution.max_workers = 8
+    settings.execution.max_workers = HANDLER_THREADS
+    settings.queueing.worker_limit = OBJECTS_AT_ONCE
+    settings.queueing.idle_timeout = WORKER_IDLE
     memo["cluster"] = Cluster(api_client())
     memo["books"] = Bookkeeping()
     stop = threading.Event()
@@ -392,14 +407,24 @@ def _recheck(cluster: Cluster, settings: OperatorSettings, stop: threading.Event
         _recheck_queues(cluster, settings, stop)
 
 
+def _listed(cluster: Cluster, kind: str, namespaces: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The resources of ``kind``, a page at a time; an error listing them ends the pass with
+    a warning (the API may be away: the next round tries again)."""
+    pages = cluster.list_custom(PLURALS[kind], namespaces)
+    while True:
+        try:
+            body = next(pages)
+        except StopIteration:
+            return
+        except Exception as error:
+            log.warning("cannot list %ss: %s", kind, error)
+            return
+        yield body
+
+
 def _recheck_queues(cluster: Cluster, settings: OperatorSettings, stop: threading.Event) -> None:
     """Patch each RelayerPool's ``queueDepths`` (pools whose Redis can be read)."""
-    try:
-        pools = cluster.list_custom(PLURALS["RelayerPool"], settings.namespaces)
-    except Exception as error:  # the API may be away: next round
-        log.warning("cannot list RelayerPools: %s", error)
-        return
-    for body in pools:
+    for body in _listed(cluster, "RelayerPool", settings.namespaces):
         if stop.is_set():
             return
         try:
@@ -414,12 +439,7 @@ def _recheck_queues(cluster: Cluster, settings: OperatorSettings, stop: threadin
 def _recheck_tables(cluster: Cluster, settings: OperatorSettings, stop: threading.Event,
                     books: Bookkeeping) -> None:  # fmt: skip
     """Check each BackendTable's schema (in the watched namespaces) and patch its status."""
-    try:
-        tables = cluster.list_custom(PLURALS["BackendTable"], settings.namespaces)
-    except Exception as error:  # the API may be away: next round
-        log.warning("cannot list BackendTables: %s", error)
-        return
-    for body in tables:
+    for body in _listed(cluster, "BackendTable", settings.namespaces):
         if body["metadata"].get("deletionTimestamp") or stop.is_set():
             continue
         key = _key("BackendTable", body)

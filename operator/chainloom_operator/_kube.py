@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kubernetes import client, config
@@ -47,6 +47,8 @@ CHILD_KINDS = (
     ("sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplication"),
 )
 """Every kind the operator renders (children are looked for among these)."""
+LIST_PAGE = 100
+"""Custom resources read per list request by :meth:`Cluster.list_custom`."""
 
 
 def api_client(kubeconfig: str | None = None) -> client.ApiClient:
@@ -172,29 +174,41 @@ class Cluster:
             return None
         return found
 
-    def list_custom(self, plural: str, namespaces: Iterable[str] = ()) -> list[dict[str, Any]]:
+    def list_custom(self, plural: str, namespaces: Iterable[str] = ()) -> Iterator[dict[str, Any]]:
         """The chainloom resources of ``plural`` in ``namespaces`` (none given: the cluster).
 
-        Namespace patterns (``team-*``) are matched against the names, which needs the
-        cluster-wide list (the chart's ClusterRole grants it when no namespaces are set).
+        Read :data:`LIST_PAGE` objects at a time (the API server's ``limit``/``continue``),
+        so a pass over a thousand pools never holds them all at once. Namespace patterns
+        (``team-*``) are matched against the names, which needs the cluster-wide list (the
+        chart's ClusterRole grants it when no namespaces are set).
         """
         names = list(namespaces)
         if names and not any(_is_pattern(n) for n in names):
-            items: list[dict[str, Any]] = []
             for namespace in names:
+                yield from self._pages(plural, namespace)
+            return
+        for item in self._pages(plural, None):
+            if not names or any(
+                fnmatch.fnmatchcase(item["metadata"]["namespace"], n) for n in names
+            ):
+                yield item
+
+    def _pages(self, plural: str, namespace: str | None) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        while True:
+            paging: dict[str, Any] = {"limit": LIST_PAGE}
+            if token:
+                paging["_continue"] = token
+            if namespace is None:
+                listed = self.custom.list_cluster_custom_object(GROUP, VERSION, plural, **paging)
+            else:
                 listed = self.custom.list_namespaced_custom_object(
-                    GROUP, VERSION, namespace, plural
+                    GROUP, VERSION, namespace, plural, **paging
                 )
-                items += listed.get("items", [])
-            return items
-        listed = self.custom.list_cluster_custom_object(GROUP, VERSION, plural)
-        found: list[dict[str, Any]] = listed.get("items", [])
-        if not names:
-            return found
-        return [
-            item for item in found
-            if any(fnmatch.fnmatchcase(item["metadata"]["namespace"], n) for n in names)
-        ]  # fmt: skip
+            yield from listed.get("items", [])
+            token = (listed.get("metadata") or {}).get("continue")
+            if not token:
+                return
 
     def patch_status(self, plural: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge ``status`` into the resource's status subresource (gone already is fine)."""

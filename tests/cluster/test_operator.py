@@ -398,7 +398,7 @@ def test_listing_stays_in_the_watched_namespaces(chainloom_crds: str, kube_names
     cluster = Cluster(api_client(chainloom_crds))
 
     def names(*namespaces: str) -> set[tuple[str, str]]:
-        found = cluster.list_custom("backendtables", namespaces)
+        found = list(cluster.list_custom("backendtables", namespaces))
         return {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in found}
 
     assert names(kube_namespace) == {(kube_namespace, "events")}
