@@ -69,10 +69,15 @@ def recorded_port(previous: Running | None) -> int | None:
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
-    """True if something accepts TCP connections on ``host:port``."""
+    """True if something accepts TCP connections on ``host:port``.
+
+    A connection to a free loopback port inside the ephemeral range can, rarely, connect to
+    itself (the kernel picks that same port as the source: TCP's simultaneous open); that is
+    nobody listening, so it counts as closed.
+    """
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
+        with socket.create_connection((host, port), timeout=timeout) as connection:
+            return connection.getsockname() != connection.getpeername()
     except OSError:
         return False
 
