@@ -7,14 +7,11 @@ import json
 import os
 import subprocess
 import sys
-import time
-from typing import Any
 
 from chainloom.stack import versions
 from chainloom.stack.components.dns import CLUSTER_DNS_IP, ENDPOINT_SLICE_NAME
 from chainloom.stack.components.kubernetes import KUBERNETES_SERVICE_IP
-from chainloom.stack.components.node import NODE_NAME
-from tests.cluster.node_support import NODE_IMAGE, node_gateway
+from tests.cluster.node_support import node_gateway, run_pod
 from tests.conftest import NodeCluster
 
 _LOOKUPS = """
@@ -47,43 +44,6 @@ print(json.dumps(result))
 """
 
 
-def _pod(name: str, command: list[str]) -> str:
-    return json.dumps(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "restartPolicy": "Never",
-                "nodeSelector": {"kubernetes.io/hostname": NODE_NAME},
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": NODE_IMAGE,
-                        "imagePullPolicy": "Never",
-                        "command": command,
-                    }
-                ],
-            },
-        }
-    )
-
-
-def _finished(cluster: NodeCluster, namespace: str, pod: str, timeout: float = 120) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        body: dict[str, Any] = json.loads(
-            cluster.kubectl_run("-n", namespace, "get", "pod", pod, "-o", "json")
-        )
-        phase = body["status"].get("phase")
-        if phase in {"Succeeded", "Failed"} or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    logs = cluster.kubectl_run("-n", namespace, "logs", pod)
-    assert phase == "Succeeded", f"pod {pod} is {phase}: {logs}"
-    return logs
-
-
 def test_a_pod_resolves_the_api_server_and_a_service_by_name(
     node_cluster: NodeCluster, node_namespace: str
 ) -> None:
@@ -94,10 +54,8 @@ def test_a_pod_resolves_the_api_server_and_a_service_by_name(
         node_cluster.kubectl_run("-n", node_namespace, "get", "service", "web", "-o", "json")
     )
     script = _LOOKUPS % {"namespace": node_namespace}
-    node_cluster.kubectl_run(
-        "-n", node_namespace, "apply", "-f", "-", stdin=_pod("lookups", ["python3", "-c", script])
-    )
-    result = json.loads(_finished(node_cluster, node_namespace, "lookups").strip().splitlines()[-1])
+    logs = run_pod(node_cluster, node_namespace, "lookups", ["python3", "-c", script])
+    result = json.loads(logs.strip().splitlines()[-1])
 
     assert f"nameserver {CLUSTER_DNS_IP}" in result["resolv_conf"]
     assert f"search {node_namespace}.svc.cluster.local svc.cluster.local" in result["resolv_conf"]

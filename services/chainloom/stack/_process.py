@@ -77,7 +77,7 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
     """
     try:
         with socket.create_connection((host, port), timeout=timeout) as connection:
-            return connection.getsockname() != connection.getpeername()
+            return bool(connection.getsockname() != connection.getpeername())
     except OSError:
         return False
 
