@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
-from chainloom.stack.errors import MissingToolError
+from chainloom.stack._process import run
+from chainloom.stack.errors import InstallError, MissingToolError
 
 _GO_HINT = (
     "apt-get install -y golang-go  (Go 1.24 or newer is needed; or unpack the official "
@@ -25,3 +27,14 @@ def go_binary() -> str:
     if FALLBACK_GO.exists():
         return str(FALLBACK_GO)
     raise MissingToolError("go", _GO_HINT)
+
+
+def run_go(args: Sequence[str], cwd: Path, component: str, step: str, **env: str) -> str:
+    """Run ``go args`` in ``cwd`` for ``component``'s build (module cache writable, no VCS
+    stamping, the toolchain the module asks for); its output, or an :class:`InstallError`
+    naming ``step`` with go's own output."""
+    go_env = {"GOFLAGS": "-modcacherw -buildvcs=false", "GOTOOLCHAIN": "auto", **env}
+    result = run([go_binary(), *args], cwd=cwd, env=go_env, timeout=3600)
+    if result.returncode != 0:
+        raise InstallError(component, step, result.stdout + result.stderr)
+    return result.stdout

@@ -35,7 +35,8 @@ from chainloom.stack._install import install_once, is_installed
 from chainloom.stack._model import Progress, Running
 from chainloom.stack._paths import cache_dir
 from chainloom.stack._process import choose_port, reuse_port, run, spawn, stop, wait_until
-from chainloom.stack.components.kubernetes import SERVICE_CLUSTER_IP_RANGE, _go, _kubectl
+from chainloom.stack.components._go import run_go
+from chainloom.stack.components.kubernetes import SERVICE_CLUSTER_IP_RANGE, kubectl
 from chainloom.stack.errors import StartError
 
 COREDNS_MODULE = "github.com/coredns/coredns"
@@ -134,7 +135,7 @@ def build_coredns(progress: Progress) -> Path:
         source.mkdir()
         (source / "go.mod").write_text(go_mod())
         (source / "main.go").write_text(main_go())
-        _go(
+        run_go(
             [
                 "build",
                 "-mod=mod",
@@ -340,8 +341,8 @@ class ClusterDns:
         running = start_coredns(run_dir, kubeconfig, ("127.0.0.1", gateway), progress, previous)
         port = int(running.extra["port"])
         try:
-            _kubectl(kubeconfig, "apply", "-f", "-", stdin=kube_dns_service(port))
-            _kubectl(kubeconfig, "apply", "-f", "-", stdin=kube_dns_endpoint_slice(gateway, port))
+            kubectl(kubeconfig, "apply", "-f", "-", stdin=kube_dns_service(port))
+            kubectl(kubeconfig, "apply", "-f", "-", stdin=kube_dns_endpoint_slice(gateway, port))
         except RuntimeError as error:
             stop(running.pid)  # not recorded yet: nothing else would stop it
             raise StartError(
@@ -364,7 +365,7 @@ class ClusterDns:
         kubeconfig = running.extra["kubeconfig"]
         for kind, name in (("endpointslice", ENDPOINT_SLICE_NAME), ("service", SERVICE_NAME)):
             try:
-                _kubectl(
+                kubectl(
                     kubeconfig,
                     "-n",
                     SERVICE_NAMESPACE,

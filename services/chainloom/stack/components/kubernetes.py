@@ -29,9 +29,9 @@ from chainloom.stack._install import install_once, is_installed
 from chainloom.stack._model import Progress, Running
 from chainloom.stack._paths import cache_dir
 from chainloom.stack._process import choose_port, reuse_port, run, spawn, wait_until
-from chainloom.stack.components._go import go_binary
+from chainloom.stack.components._go import go_binary, run_go
 from chainloom.stack.components._tool import InstalledTool
-from chainloom.stack.errors import InstallError, MissingToolError, StartError
+from chainloom.stack.errors import MissingToolError, StartError
 
 _K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 _NODE_BINARIES = ("kubelet", "kube-proxy")
@@ -53,14 +53,6 @@ KWOK_TAINT = "kwok.x-k8s.io/node=fake:NoSchedule"
 # Building from the Go module proxy
 
 
-def _go(args: Sequence[str], cwd: Path, component: str, step: str, **env: str) -> str:
-    go_env = {"GOFLAGS": "-modcacherw -buildvcs=false", "GOTOOLCHAIN": "auto", **env}
-    result = run([go_binary(), *args], cwd=cwd, env=go_env, timeout=3600)
-    if result.returncode != 0:
-        raise InstallError(component, step, result.stdout + result.stderr)
-    return result.stdout
-
-
 def k8s_dir() -> Path:
     """Where the Kubernetes binaries of the pinned version are cached."""
     return cache_dir() / f"kubernetes-{versions.KUBERNETES}"
@@ -76,9 +68,11 @@ def _build_kubernetes(progress: Progress) -> Path:
     def build(tmp: Path) -> None:
         name = "kubernetes"
         progress.step(f"resolving k8s.io/kubernetes@{version} from the Go module proxy")
-        _go(["mod", "init", "local/chainloom-k8s-build"], tmp, name, "creating the wrapper module")
+        run_go(
+            ["mod", "init", "local/chainloom-k8s-build"], tmp, name, "creating the wrapper module"
+        )
         info = json.loads(
-            _go(
+            run_go(
                 ["mod", "download", "-json", f"k8s.io/kubernetes@{version}"],
                 tmp,
                 name,
@@ -93,7 +87,7 @@ def _build_kubernetes(progress: Progress) -> Path:
                 edits.append(f"-replace={parts[0]}={parts[0]}@{staging_version}")
             if line.startswith("godebug ") and "=" in line:
                 edits.append(f"-godebug={line.removeprefix('godebug ').strip()}")
-        _go(["mod", "edit", *edits], tmp, name, "adding the staging replaces")
+        run_go(["mod", "edit", *edits], tmp, name, "adding the staging replaces")
         progress.step("downloading the Kubernetes module graph (first run only)")
         _compile_kubernetes(
             tmp,
@@ -114,7 +108,7 @@ def _compile_kubernetes(
     ``module/bin`` with the flags every Kubernetes binary of the stack is built with."""
     version = versions.KUBERNETES
     tools = [f"k8s.io/kubernetes/cmd/{binary}@{version}" for binary in binaries]
-    _go(["get", "-tool", *tools], module, component, "go get -tool")
+    run_go(["get", "-tool", *tools], module, component, "go get -tool")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     ldflags = ["-s", "-w"]
     for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
@@ -129,7 +123,7 @@ def _compile_kubernetes(
             )
         ]
     progress.step(message)
-    _go(
+    run_go(
         [
             "build",
             "-trimpath",
@@ -185,9 +179,9 @@ def _build_etcd(progress: Progress) -> Path:
     def build(tmp: Path) -> None:
         progress.step(f"building etcd {versions.ETCD} from the Go module proxy")
         module = f"go.etcd.io/etcd/server/v3@{versions.ETCD}"
-        _go(["mod", "init", "local/chainloom-etcd-build"], tmp, "etcd", "creating the wrapper")
-        _go(["get", "-tool", module], tmp, "etcd", "go get -tool")
-        _go(
+        run_go(["mod", "init", "local/chainloom-etcd-build"], tmp, "etcd", "creating the wrapper")
+        run_go(["get", "-tool", module], tmp, "etcd", "go get -tool")
+        run_go(
             [
                 "build",
                 "-trimpath",
@@ -211,7 +205,7 @@ def _go_install(component: str, target: Path, package: str, ldflags: str = "") -
         args = ["install", "-trimpath"]
         if ldflags:
             args += ["-ldflags", ldflags]
-        _go(
+        run_go(
             [*args, package],
             tmp,
             component,
@@ -390,7 +384,9 @@ def _insecure_get(url: str, timeout: float = 3.0) -> bytes:
         return body
 
 
-def _kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
+def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
+    """Run the stack's kubectl against ``kubeconfig``; its output, or a RuntimeError naming
+    the command."""
     binary = k8s_dir() / "bin" / "kubectl"
     result = run([str(binary), f"--kubeconfig={kubeconfig}", *args], stdin=stdin, timeout=60)
     if result.returncode != 0:
@@ -570,19 +566,19 @@ class KubeApiserver:
 
     def check(self, running: Running) -> str:
         kubeconfig = running.extra["kubeconfig"]
-        version = json.loads(_kubectl(kubeconfig, "version", "-o", "json"))
-        _kubectl(kubeconfig, "apply", "-f", "-", stdin=_HEALTH_CRD)
+        version = json.loads(kubectl(kubeconfig, "version", "-o", "json"))
+        kubectl(kubeconfig, "apply", "-f", "-", stdin=_HEALTH_CRD)
         deadline = time.monotonic() + 30
         while True:
             try:
-                _kubectl(kubeconfig, "apply", "-f", "-", stdin=_HEALTH_OBJECT)
+                kubectl(kubeconfig, "apply", "-f", "-", stdin=_HEALTH_OBJECT)
                 break
             except RuntimeError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)  # the CRD's API takes a moment to be served
         read = json.loads(
-            _kubectl(
+            kubectl(
                 kubeconfig,
                 "get",
                 "stackprobes.chainloom.dev",
@@ -733,7 +729,7 @@ class Kwok:
             str(log),
             extra={"kubeconfig": kubeconfig},
         )
-        _kubectl(kubeconfig, "apply", "-f", "-", stdin=_NODE)
+        kubectl(kubeconfig, "apply", "-f", "-", stdin=_NODE)
         wait_until(
             self.name, lambda: bool(self.check(running)), pid=pid, log=log, timeout=90, interval=0.5
         )
@@ -741,7 +737,7 @@ class Kwok:
 
     def check(self, running: Running) -> str:
         node = json.loads(
-            _kubectl(running.extra["kubeconfig"], "get", "node", NODE_NAME, "-o", "json")
+            kubectl(running.extra["kubeconfig"], "get", "node", NODE_NAME, "-o", "json")
         )
         ready = [c for c in node["status"].get("conditions", []) if c["type"] == "Ready"]
         if not ready or ready[0]["status"] != "True":

@@ -40,12 +40,12 @@ from chainloom.stack._oci import ImageConfig, write_archive
 from chainloom.stack._paths import cache_dir
 from chainloom.stack._process import alive, choose_port, free_port, run, spawn, wait_until
 from chainloom.stack.components._apt import ensure_command, ensure_file
+from chainloom.stack.components._go import run_go
 from chainloom.stack.components.dns import CLUSTER_DOMAIN
 from chainloom.stack.components.kubernetes import (
-    _go,
-    _kubectl,
     build_node_binaries,
     k8s_dir,
+    kubectl,
     node_binaries_dir,
 )
 from chainloom.stack.errors import NodeConflictError, StackError, StartError
@@ -210,7 +210,7 @@ def _build_node_tools(progress: Progress) -> Path:
         for name in ("go.mod", "go.sum"):
             shutil.copy2(k8s_dir() / name, tmp / name)
         shutil.copytree(_NODE_TOOLS, tmp / "cmd", ignore=shutil.ignore_patterns("__pycache__"))
-        _go(
+        run_go(
             [
                 "build",
                 "-trimpath",
@@ -530,7 +530,7 @@ class Kubelet:
             if response.read() != b"ok":
                 raise RuntimeError("the kubelet's /healthz is not ok")
         node = json.loads(
-            _kubectl(running.extra["kubeconfig"], "get", "node", NODE_NAME, "-o", "json")
+            kubectl(running.extra["kubeconfig"], "get", "node", NODE_NAME, "-o", "json")
         )
         ready = [c for c in node["status"].get("conditions", []) if c["type"] == "Ready"]
         if not ready or ready[0]["status"] != "True":
@@ -647,7 +647,7 @@ class ApiserverRelay:
         progress.step(f"relaying {gateway}:{port} to the API server for pods")
         pid = spawn(argv, log)
         kubeconfig = apiserver.extra["kubeconfig"]
-        _kubectl(kubeconfig, "apply", "-f", "-", stdin=_endpoint_slice(gateway, port))
+        kubectl(kubeconfig, "apply", "-f", "-", stdin=_endpoint_slice(gateway, port))
         running = Running(
             self.name,
             "socat",
