@@ -129,3 +129,16 @@ def private_redis(directory: Path, *, appendonly: bool, appendfsync: str) -> Ite
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def first_line(path: Path, process: subprocess.Popen[bytes]) -> str:
+    """The first line a started server wrote to its log (its address), waiting up to 60 s;
+    fails the test if the process exits first."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        text = path.read_text(errors="replace")
+        if "\n" in text:
+            return text.splitlines()[0]
+        assert process.poll() is None, text
+        time.sleep(0.05)
+    raise AssertionError(f"no output from {path.name} within 60 s")

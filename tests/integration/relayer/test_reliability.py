@@ -48,6 +48,7 @@ from chainloom.wormhole import VAA, TokenTransfer, decode_payload, parse_vaa
 from tests.integration.relayer.relay_support import (
     GUARDIANS,
     dump_redis,
+    first_line,
     request_for,
     transfer_vaa,
 )
@@ -177,7 +178,7 @@ class Ingest:
                 stderr=log,
             )  # fmt: skip
         ingest = cls(directory, spy)
-        address = _first_line(directory / "spy.log", spy).split()[-1]
+        address = first_line(directory / "spy.log", spy).split()[-1]
         sets = directory / "guardian-sets.json"
         sets.write_text(json.dumps(GUARDIANS.sets().to_json()))
         config = directory / "relayer.yaml"
@@ -218,17 +219,6 @@ class Ingest:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-
-
-def _first_line(path: Path, process: subprocess.Popen[bytes]) -> str:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        text = path.read_text(errors="replace")
-        if "\n" in text:
-            return text.splitlines()[0]
-        assert process.poll() is None, text
-        time.sleep(0.05)
-    raise AssertionError(f"no output from {path.name} within 60 s")
 
 
 def test_no_transfer_is_lost_or_submitted_twice_while_workers_are_killed(
@@ -494,7 +484,7 @@ def _rest_listener(directory: Path, redis_url: str) -> tuple[subprocess.Popen[by
              "--rest-host", "127.0.0.1", "--rest-port", "0"],
             stderr=out,
         )  # fmt: skip
-    return listener, "http://" + _first_line(log, listener).split()[-1]
+    return listener, "http://" + first_line(log, listener).split()[-1]
 
 
 @pytest.fixture(scope="module")

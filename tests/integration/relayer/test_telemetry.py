@@ -26,7 +26,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import StackForTests
-from tests.integration.relayer.relay_support import GUARDIANS, transfer_vaa
+from tests.integration.relayer.relay_support import GUARDIANS, first_line, transfer_vaa
 
 CHAINLOOM = [sys.executable, "-m", "chainloom.cli"]
 KEY = "5a1f0c3e9b2d4c7a8e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2e"
@@ -115,17 +115,6 @@ def _wait(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _first_line(path: Path, process: subprocess.Popen[bytes]) -> str:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        text = path.read_text(errors="replace")
-        if "\n" in text:
-            return text.splitlines()[0]
-        assert process.poll() is None, text
-        time.sleep(0.05)
-    raise AssertionError(f"no output from {path.name} within 60 s")
-
-
 def test_one_transfer_is_one_trace_across_listener_and_worker(
     collector: dict[str, str], redis_url: str, tmp_path: Path
 ) -> None:
@@ -155,7 +144,7 @@ def test_one_transfer_is_one_trace_across_listener_and_worker(
             stderr=out, env=env,
         )  # fmt: skip
     try:
-        base = "http://" + _first_line(listener_log, listener).split()[-1]
+        base = "http://" + first_line(listener_log, listener).split()[-1]
         vaa = transfer_vaa(sequence=7001, target_chain=TARGET, emitter_chain=EMITTER_CHAIN)
         body = json.dumps({"vaa": vaa.to_bytes().hex()}).encode()
         request = urllib.request.Request(f"{base}/v1/relay", data=body, method="POST")
