@@ -118,6 +118,22 @@ def bigtable(store: Store) -> dict[str, Any]:
     }
 
 
+def in_process_settings(
+    store: Store, guardian_file: Path, spy_address: str, public_rpc: str
+) -> IndexerSettings:
+    """An in-process indexer's settings: fast gap checks, one public RPC round, no probes."""
+    return IndexerSettings.model_validate(
+        {
+            "bigtable": bigtable(store),
+            "guardian_sets": {"source": str(guardian_file)},
+            "spy": {"address": spy_address, "reconnect": {"initial": 0.05, "maximum": 0.5}},
+            "probes": {"enabled": False},
+            "gaps": FAST_GAPS,
+            "public_rpc": {"endpoints": [public_rpc], "timeout": 2, "rounds": 1},
+        }
+    )
+
+
 class Written:
     def __init__(self, wanted: set[MessageId]) -> None:
         self.wanted = set(wanted)
@@ -139,16 +155,7 @@ def test_fifty_sequences_the_spy_dropped_are_fetched_after_the_grace_period(
                        holes)  # fmt: skip
     servicer = PublicRpcServicer(vaas)
     with PublicRpcServer(servicer, "127.0.0.1:0") as public_api:
-        settings = IndexerSettings.model_validate(
-            {
-                "bigtable": bigtable(store),
-                "guardian_sets": {"source": str(guardian_file)},
-                "spy": {"address": spy.address, "reconnect": {"initial": 0.05, "maximum": 0.5}},
-                "probes": {"enabled": False},
-                "gaps": FAST_GAPS,
-                "public_rpc": {"endpoints": [public_api.target], "timeout": 2, "rounds": 1},
-            }
-        )
+        settings = in_process_settings(store, guardian_file, spy.address, public_api.target)
 
         async def scenario() -> Any:
             written = Written(set(ids))
@@ -196,16 +203,7 @@ def test_one_spy_dropping_fifty_both_the_store_and_the_relayers_incoming_recover
     intake = Intake(Validator(dev_policy(), GUARDIANS.sets()), RelayTables(client))
     try:
         with PublicRpcServer(servicer, "127.0.0.1:0") as public_api:
-            settings = IndexerSettings.model_validate(
-                {
-                    "bigtable": bigtable(store),
-                    "guardian_sets": {"source": str(guardian_file)},
-                    "spy": {"address": spy.address, "reconnect": {"initial": 0.05, "maximum": 0.5}},
-                    "probes": {"enabled": False},
-                    "gaps": FAST_GAPS,
-                    "public_rpc": {"endpoints": [public_api.target], "timeout": 2, "rounds": 1},
-                }
-            )
+            settings = in_process_settings(store, guardian_file, spy.address, public_api.target)
             recovery = MissedVaaRecovery(
                 frozenset({(SOURCE_CHAIN, DEV_TOKEN_BRIDGE_EMITTER)}),
                 RecoverySettings(grace=1.0, check_interval=0.3, retry_after=300),
