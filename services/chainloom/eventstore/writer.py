@@ -17,6 +17,10 @@ Why it is shaped this way:
   ``check_and_mutate_row`` (predicate: SignedVAA exists; false branch: the row's cells), issued
   concurrently for the batch (``conditional_workers`` calls in flight). A writer that loses the
   race re-plans the input, which then becomes an update or a conflict.
+* **Merges are not conditional.** Two writers merging new signatures into the same stored row
+  at the same moment each write a ``VAAState`` list grown from what they read, so the last
+  one wins (the ``Signatures`` cells keep both); the next put of either copy repairs it.
+  vaa-ingest sends every copy of a message to one partition, so one job never races itself.
 * **Outages.** Transient Bigtable errors are retried with exponential back-off within one
   deadline per batch (``WriterConfig.deadline``, by default ``bigtable.operation_timeout``: every
   call gets what is left of it, so a flush never hangs much longer). Inputs leave the queue

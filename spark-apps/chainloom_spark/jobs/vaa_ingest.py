@@ -30,6 +30,7 @@ import os
 import socket
 import time
 import warnings
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -401,6 +402,20 @@ class PartitionTally:
         self.counts.setdefault(chain, ChainCounts()).refused += 1
 
 
+def message_key(record: Any) -> str:
+    """The row key of the message ``record`` carries ("" when it cannot be read: refused later)."""
+    try:
+        raw, _ = decode_record(record.text, record.data)
+        return str(parse_vaa(raw).row_key)
+    except (Refusal, WormholeError):
+        return ""
+
+
+def partition_of(key: str) -> int:
+    """A stable hash of a row key (the same in every Python worker, whatever its hash seed)."""
+    return zlib.crc32(key.encode())
+
+
 def _as_bytes(record: Any) -> bytes:
     if record.data is not None:
         return bytes(record.data)
@@ -501,10 +516,11 @@ def run(plan: IngestPlan) -> JobSummary:
         context = spark.sparkContext
         with stage("read", **{"chainloom.format": plan.format}):
             frame = read_input(spark, plan)
-        rows = frame.rdd
+        # Every copy of a message goes to one partition, so its copies are merged in one
+        # task: two tasks merging signatures into the same row at once could each write
+        # a summary computed from what it alone had read.
         wanted = plan.partitions or context.defaultParallelism
-        if plan.partitions or rows.getNumPartitions() < wanted:
-            rows = rows.repartition(wanted)
+        rows = frame.rdd.keyBy(message_key).partitionBy(wanted, partition_of).values()
         rows.persist(StorageLevel.MEMORY_AND_DISK)  # read (and shuffled) once for both passes
         counters = ProgressCounters.create(context)
         task_context = PartitionContext(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 
 import pytest
 
@@ -11,7 +12,13 @@ from chainloom.errors import UnavailableError
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom_spark.errors import JobArgumentError, SinkUnavailableError
 from chainloom_spark.jobs import check_arguments
-from chainloom_spark.jobs.vaa_ingest import Refusal, decode_record, main
+from chainloom_spark.jobs.vaa_ingest import (
+    Refusal,
+    decode_record,
+    main,
+    message_key,
+    partition_of,
+)
 from chainloom_spark.runner import JobExit, classify
 
 VAA = DevGuardians().sign(emitter_chain=2, emitter_address=b"\x01" * 32, sequence=1, payload=b"x")
@@ -32,6 +39,30 @@ def test_json_lines_carry_the_tx_id():
 
 def test_parquet_bytes_pass_through():
     assert decode_record(None, bytearray(RAW)) == (RAW, None)
+
+
+def test_copies_of_a_message_share_a_key_whatever_their_signatures_or_encoding():
+    guardians = DevGuardians()
+    fewer = guardians.sign(
+        emitter_chain=2, emitter_address=b"\x01" * 32, sequence=1, payload=b"x", signers=[0]
+    )
+    other = guardians.sign(emitter_chain=2, emitter_address=b"\x01" * 32, sequence=2, payload=b"x")
+    copies = [
+        Record(RAW.hex(), None),
+        Record(None, bytearray(RAW)),
+        Record(json.dumps({"vaa": fewer.to_bytes().hex()}), None),
+    ]
+    assert {message_key(r) for r in copies} == {VAA.row_key}
+    assert message_key(Record(other.to_bytes().hex(), None)) == other.row_key != VAA.row_key
+    assert message_key(Record("zzzz", None)) == ""  # unreadable: refused by the job later
+    assert partition_of(VAA.row_key) == partition_of(str(VAA.row_key))  # no hash seed involved
+    assert partition_of(VAA.row_key) != partition_of(other.row_key)
+
+
+@dataclass
+class Record:
+    text: str | None
+    data: bytearray | None
 
 
 @pytest.mark.parametrize(
