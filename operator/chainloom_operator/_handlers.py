@@ -117,6 +117,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.execution.max_workers = HANDLER_THREADS
     settings.queueing.worker_limit = OBJECTS_AT_ONCE
     settings.queueing.idle_timeout = WORKER_IDLE
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # else a log line per API request
     memo["cluster"] = Cluster(api_client())
     memo["books"] = Bookkeeping()
     stop = threading.Event()

@@ -66,7 +66,7 @@ def run(
     if kubeconfig:
         os.environ["KUBECONFIG"] = kubeconfig  # kopf's login and our client both read it
     metrics = metrics if metrics is not None else OperatorMetrics()
-    # Everything imported so far (kopf, the Kubernetes client's models, pydantic's schemas:
+    # Everything imported so far (kopf, aiohttp, lightkube, pydantic's schemas:
     # about a million objects) lives as long as the process. Frozen, the collector's full
     # passes no longer count them, so they run as often as the operator's own garbage needs
     # and reference cycles left by finished reconciles are freed before they pile up.
