@@ -129,6 +129,18 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     thread.start()
 
 
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """kopf's own logins: the service account in a pod, else the kubeconfig (``$KUBECONFIG``,
+    which ``--kubeconfig`` sets): the same order as the operator's client (``_kube``).
+
+    Registered here rather than left to kopf's defaults, which are chosen when kopf is
+    imported, from what is installed and whether ``$KUBECONFIG`` is set at that moment.
+    """
+    info: kopf.ConnectionInfo | None = kopf.login_with_service_account(**kwargs)
+    return info or kopf.login_with_kubeconfig(**kwargs)
+
+
 @kopf.on.cleanup()
 def stop_background(memo: kopf.Memo, **_: Any) -> None:
     """Stop the recheck thread."""

@@ -352,6 +352,49 @@ def test_a_kind_the_server_does_not_serve_names_what_to_install(chainloom_crds: 
     assert not cluster.served("sparkoperator.k8s.io/v1beta2", "SparkNoSuchKind")
 
 
+def test_the_adapter_applies_finds_and_deletes_children_and_checks_secrets(
+    chainloom_crds: str, kube_namespace: str
+) -> None:
+    from chainloom_operator._kube import FIELD_MANAGER, Cluster, api_client
+    from chainloom_operator._render.common import Owner
+    from chainloom_operator.errors import MissingSecretError
+
+    namespace = kube_namespace
+    cluster = Cluster(api_client(chainloom_crds))
+    try:
+        parent = cluster.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": "parent", "namespace": namespace}})  # fmt: skip
+        owner = Owner("ConfigMap", "parent", namespace, parent["metadata"]["uid"], 1)
+        reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "parent",
+                     "uid": owner.uid}  # fmt: skip
+        child = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
+                 "metadata": {"name": "child", "namespace": namespace,
+                              "labels": dict(owner.selector()),
+                              "ownerReferences": [reference]}}  # fmt: skip
+        applied = cluster.apply(child)
+        assert [m["manager"] for m in applied["metadata"]["managedFields"]] == [FIELD_MANAGER]
+        again = cluster.apply(child)
+        assert again["metadata"]["resourceVersion"] == applied["metadata"]["resourceVersion"]
+        found = cluster.children(owner, (("v1", "ConfigMap"),))
+        assert [(c["kind"], c["metadata"]["name"], c["data"]) for c in found] == [
+            ("ConfigMap", "child", {"k": "v"})
+        ]
+
+        _secrets(chainloom_crds, namespace, "wallet")
+        cluster.check_secrets(namespace, [("wallet", "key", "a wallet")])
+        with pytest.raises(MissingSecretError, match=f"Secret {namespace}/absent"):
+            cluster.check_secrets(namespace, [("wallet", "key", "a"), ("absent", "key", "b")])
+
+        cluster.delete(child)
+        cluster.delete(child)  # gone already is fine
+        assert cluster.get("v1", "ConfigMap", namespace, "child") is None
+        assert cluster.children(owner, (("v1", "ConfigMap"),)) == []
+        cluster.patch_status("relayerpools", namespace, "absent", {"x": 1})  # gone is fine
+        assert cluster.get_custom("relayerpools", namespace, "absent") is None
+    finally:
+        cluster.close()
+
+
 def test_queue_depths_in_status_when_redis_is_reachable(
     chainloom_crds: str, kube_namespace: str, tmp_path: Path, redis_url: str,
     local_stack: StackForTests,
