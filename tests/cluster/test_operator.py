@@ -362,8 +362,8 @@ def test_the_adapter_applies_finds_and_deletes_children_and_checks_secrets(
     namespace = kube_namespace
     cluster = Cluster(api_client(chainloom_crds))
     try:
-        parent = cluster.apply({"apiVersion": "v1", "kind": "ConfigMap",
-                                "metadata": {"name": "parent", "namespace": namespace}})  # fmt: skip
+        metadata = {"name": "parent", "namespace": namespace}
+        parent = cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
         owner = Owner("ConfigMap", "parent", namespace, parent["metadata"]["uid"], 1)
         reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "parent",
                      "uid": owner.uid}  # fmt: skip

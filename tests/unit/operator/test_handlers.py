@@ -49,8 +49,9 @@ def test_login_reads_the_kubeconfig_of_the_moment(
     path = tmp_path / "kubeconfig"
     path.write_text(KUBECONFIG)
     monkeypatch.setenv("KUBECONFIG", str(path))  # as ``--kubeconfig`` does, after kopf's import
-    info = _handlers.login(settings=kopf.OperatorSettings(), logger=logging.getLogger("t"))
-    assert info is not None
+    login: Any = _handlers.login  # kopf's decorator types it for kopf's own callers
+    info = login(settings=kopf.OperatorSettings(), logger=logging.getLogger("t"))
+    assert isinstance(info, kopf.ConnectionInfo)
     assert (info.server, info.token, info.default_namespace) == (
         "https://127.0.0.1:6443",
         "t0k3n",
