@@ -110,6 +110,12 @@ class Cluster:
         self.api.close()
         self.http.close()
 
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def _discover(self, api_version: str) -> dict[str, str]:
         """Kind -> plural of the namespaced kinds the API server serves under ``api_version``
         (its discovery document; kept once found, asked again while a kind is missing)."""
