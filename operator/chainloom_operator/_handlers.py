@@ -86,9 +86,9 @@ OBJECTS_AT_ONCE = 8
 
 kopf starts a task per object with pending events; unbounded, a thousand new pools and their
 children mean thousands of tasks, each holding its event bodies and API connections while it
-waits for one of the :data:`HANDLER_THREADS`. Bounded, the next events wait in the watch
-stream (the API server keeps them), and the operator's memory stays flat however many objects
-arrive at once (docs/operator.md, "Scale")."""
+waits for one of the :data:`HANDLER_THREADS`. Bounded, fewer tasks run at once, but kopf still
+reads every watch event as it comes and queues it in memory for its object's turn, so a burst
+that outpaces the handlers grows that backlog (docs/operator.md, "Scale")."""
 WORKER_IDLE = 0.5
 """Seconds an object's task waits for its next event before it ends (kopf's default is 5 s:
 with :data:`OBJECTS_AT_ONCE` tasks, idle ones would hold the places of busy objects)."""

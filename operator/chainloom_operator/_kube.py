@@ -6,15 +6,17 @@ apply under one field manager (:data:`FIELD_MANAGER`): the operator owns exactly
 renders, a user's or another controller's fields are left alone, and applying the same
 manifest twice changes nothing.
 
-Two reads need more than lightkube's ``Client`` offers, and go through the plain HTTP client
-lightkube builds for the same configuration (``lightkube.config.client_adapter``): the API
-server's discovery (``/api/v1``, ``/apis/GROUP/VERSION``: which kinds are served, and their
-plurals), and a Secret's metadata only (the ``PartialObjectMetadata`` Accept header), so the
-operator checks that a Secret exists without ever reading a key.
+Two reads need more than lightkube's ``Client`` offers (it has no request of a bare path and
+sends no Accept header of the caller's), so they go through the plain httpx2 client lightkube
+builds for the same configuration (``lightkube.config.client_adapter.Client``, what its own
+``Client`` is made on): the API server's discovery (``/api/v1``, ``/apis/GROUP/VERSION``: which
+kinds are served, and their plurals), and a Secret's metadata only (the
+``PartialObjectMetadata`` Accept header), so the operator checks that a Secret exists without
+ever reading a key.
 
 lightkube and not the official client: kopf imports the official client whenever it is
-installed (about 50 MB of the operator's memory, docs/operator.md "Scale"); without it kopf
-logs in by itself, from the service account in a pod or the kubeconfig outside.
+installed (about 45 MB of the operator's memory, docs/operator.md "Scale"); without it, kopf
+logs in with its own handlers (``_handlers.login``).
 """
 
 from __future__ import annotations
