@@ -40,81 +40,85 @@ SPEC: dict[str, Any] = {
 }
 
 
-def _api() -> Any:
-    from kubernetes import client, config
+def _client() -> Any:
+    from lightkube import Client, KubeConfig
 
-    api = config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
-    api.configuration.connection_pool_maxsize = 16
-    return client, api
+    return Client(KubeConfig.from_file(os.environ["KUBECONFIG"]), field_manager="bench")
 
 
-def _namespace(client: Any, api: Any, prefix: str) -> str:
+def _namespace(client: Any, prefix: str) -> str:
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.core_v1 import Namespace, Secret
+
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    core = client.CoreV1Api(api)
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    core.create_namespaced_secret(name, client.V1Secret(
-        metadata=client.V1ObjectMeta(name="wallet"), string_data={"key": "11" * 32}))  # fmt: skip
+    client.create(Namespace(metadata=ObjectMeta(name=name)))
+    client.create(Secret(metadata=ObjectMeta(name="wallet"), stringData={"key": "11" * 32}),
+                  namespace=name)  # fmt: skip
     return name
 
 
-def _available(apps: Any, namespace: str, wanted: int) -> int:
+def _generic(api_version: str, kind: str, plural: str) -> Any:
+    """lightkube's generic resource for ``kind``: plain dicts, as the API server sends them."""
+    from lightkube.generic_resource import create_namespaced_resource, get_generic_resource
+
+    group, _, version = api_version.rpartition("/")
+    return get_generic_resource(api_version, kind) or create_namespaced_resource(
+        group, version, kind, plural
+    )
+
+
+PLURALS = {"ConfigMap": "configmaps", "Service": "services", "Deployment": "deployments",
+           "NetworkPolicy": "networkpolicies", "RelayerPool": "relayerpools"}  # fmt: skip
+"""The plurals of the kinds the bench writes."""
+
+
+def _available(client: Any, namespace: str, wanted: int) -> int:
     from chainloom_operator._render.status import deployment_available
 
-    listed = apps.list_namespaced_deployment(namespace).to_dict()["items"]
-    ready = [d for d in listed if deployment_available(_camel(d))]
+    listed = list(client.list(_generic("apps/v1", "Deployment", "deployments"),
+                              namespace=namespace))  # fmt: skip
+    ready = [d for d in listed if deployment_available(d)]
     return len(ready) if len(listed) >= wanted else 0
-
-
-def _camel(deployment: dict[str, Any]) -> dict[str, Any]:
-    """The typed client's snake_case dict, as the status fields the API server returns."""
-    status = deployment.get("status") or {}
-    return {
-        "metadata": {"generation": deployment["metadata"].get("generation", 0)},
-        "spec": {"replicas": deployment["spec"].get("replicas", 1)},
-        "status": {
-            "observedGeneration": status.get("observed_generation") or 0,
-            "updatedReplicas": status.get("updated_replicas") or 0,
-            "availableReplicas": status.get("available_replicas") or 0,
-        },
-    }
 
 
 def bare(pools: int) -> float:
     """Seconds for a bare client to apply every pool's children and see them available."""
-    from kubernetes.dynamic import DynamicClient
+    from lightkube.resources.core_v1 import Namespace
+    from lightkube.types import PatchType
 
     from chainloom_operator._render.common import Owner
     from chainloom_operator._render.relayer import render_relayer_pool
     from chainloom_operator.models import RelayerPoolSpec
 
-    client, api = _api()
-    namespace = _namespace(client, api, "bench-bare")
-    dynamic = DynamicClient(api)
+    client = _client()
+    namespace = _namespace(client, "bench-bare")
     spec = RelayerPoolSpec.model_validate(SPEC)
-    apps = client.AppsV1Api(api)
     try:
         start = time.perf_counter()
         for index in range(pools):
             owner = Owner("RelayerPool", f"p{index}", namespace, str(uuid.uuid4()), 1)
             for manifest in render_relayer_pool(owner, spec):
                 manifest["metadata"].pop("ownerReferences")  # no owner exists here
-                resource = dynamic.resources.get(api_version=manifest["apiVersion"],
-                                                 kind=manifest["kind"])  # fmt: skip
-                resource.server_side_apply(body=manifest, name=manifest["metadata"]["name"],
-                                           namespace=namespace, field_manager="bench",
-                                           force_conflicts=True)  # fmt: skip
-        while _available(apps, namespace, 2 * pools) < 2 * pools:
+                kind = manifest["kind"]
+                resource = _generic(manifest["apiVersion"], kind, PLURALS[kind])
+                client.patch(resource, manifest["metadata"]["name"], manifest,
+                             namespace=namespace, patch_type=PatchType.APPLY,
+                             force=True)  # fmt: skip
+        while _available(client, namespace, 2 * pools) < 2 * pools:
             time.sleep(0.5)
         return time.perf_counter() - start
     finally:
-        client.CoreV1Api(api).delete_namespace(namespace)
+        client.delete(Namespace, namespace)
+        client.close()
 
 
 def with_operator(pools: int) -> tuple[float, float]:
     """Seconds until every pool is Ready under the operator, and its peak RSS in MB."""
-    client, api = _api()
-    namespace = _namespace(client, api, "bench-op")
-    custom = client.CustomObjectsApi(api)
+    from lightkube.resources.core_v1 import Namespace
+
+    client = _client()
+    namespace = _namespace(client, "bench-op")
+    pool = _generic("chainloom.io/v1alpha1", "RelayerPool", PLURALS["RelayerPool"])
     log = Path(tempfile.mkstemp(prefix="bench-operator-", suffix=".log")[1])
     environment = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_")}
     with log.open("wb") as handle:
@@ -129,11 +133,9 @@ def with_operator(pools: int) -> tuple[float, float]:
         for index in range(pools):
             body = {"apiVersion": "chainloom.io/v1alpha1", "kind": "RelayerPool",
                     "metadata": {"name": f"p{index}"}, "spec": SPEC}  # fmt: skip
-            custom.create_namespaced_custom_object("chainloom.io", "v1alpha1", namespace,
-                                                   "relayerpools", body)  # fmt: skip
+            client.create(pool(body), namespace=namespace)
         while True:
-            listed = custom.list_namespaced_custom_object("chainloom.io", "v1alpha1", namespace,
-                                                          "relayerpools")["items"]  # fmt: skip
+            listed = list(client.list(pool, namespace=namespace))
             ready = sum(
                 any(c["type"] == "Ready" and c["status"] == "True"
                     for c in (item.get("status") or {}).get("conditions", []))
@@ -151,7 +153,8 @@ def with_operator(pools: int) -> tuple[float, float]:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(60)
-        client.CoreV1Api(api).delete_namespace(namespace)
+        client.delete(Namespace, namespace)
+        client.close()
 
 
 PODS_PER_NODE = 100
@@ -160,46 +163,43 @@ PODS_PER_NODE = 100
 
 def add_nodes(pools: int) -> list[str]:
     """Fake nodes for the pools' pods (KWOK manages nodes labelled type=kwok), the bench's own."""
-    client, api = _api()
-    core = client.CoreV1Api(api)
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.core_v1 import Node
+
     names = [f"bench-kwok-{i}" for i in range(-(-2 * pools // PODS_PER_NODE))]
-    for name in names:
-        core.create_node(client.V1Node(metadata=client.V1ObjectMeta(
-            name=name,
-            annotations={"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-            labels={"type": "kwok", "kubernetes.io/hostname": name, "chainloom.io/bench": "true"},
-        )))  # fmt: skip
+    with _client() as client:
+        for name in names:
+            client.create(Node(metadata=ObjectMeta(
+                name=name,
+                annotations={"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                labels={"type": "kwok", "kubernetes.io/hostname": name,
+                        "chainloom.io/bench": "true"},
+            )))  # fmt: skip
     return names
 
 
 def remove_nodes(names: list[str]) -> None:
-    client, api = _api()
-    for name in names:
-        client.CoreV1Api(api).delete_node(name)
+    from lightkube.resources.core_v1 import Node
+
+    with _client() as client:
+        for name in names:
+            client.delete(Node, name)
 
 
 def api_error_line(error: Exception) -> str:
     """One line for an error of the Kubernetes client: the API server's own message (the
     ``message`` of its Status body) with the HTTP status, else the error's text."""
-    status, body = getattr(error, "status", None), getattr(error, "body", None)
-    message = ""
-    if isinstance(body, (str, bytes)) and body:
-        try:
-            document = json.loads(body)
-        except ValueError:
-            document = None
-        if isinstance(document, dict):
-            message = str(document.get("message") or "")
-    if not message:
-        message = str(getattr(error, "reason", "") or error)
-    line = " ".join(message.split())
-    return f"bench/operator: the API server answered {status}: {line}" if status else \
-        f"bench/operator: {line}"  # fmt: skip
+    from lightkube import ApiError
+
+    if isinstance(error, ApiError):
+        message = " ".join(str(error.status.message or error.status.reason or "").split())
+        return f"bench/operator: the API server answered {error.status.code}: {message}"
+    return f"bench/operator: {' '.join(str(error).split())}"
 
 
 def main() -> None:
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
+    from httpx2 import HTTPError
+    from lightkube import ConfigError
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=100, help="RelayerPools (the goal: 1000).")
@@ -208,7 +208,7 @@ def main() -> None:
         raise SystemExit('bench/operator: set KUBECONFIG (eval "$(chainloom stack env)")')
     try:
         run(args.pools)
-    except (ApiException, HTTPError) as error:
+    except (HTTPError, ConfigError) as error:
         raise SystemExit(api_error_line(error)) from None
 
 

@@ -217,18 +217,18 @@ def kubeconfig(local_stack: StackForTests) -> str:
 @pytest.fixture
 def kube_namespace(kubeconfig: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A fresh namespace on the real API server, KUBECONFIG exported for the test."""
-    from kubernetes import client, config
+    from lightkube import Client, KubeConfig
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.core_v1 import Namespace
 
     monkeypatch.setenv("KUBECONFIG", kubeconfig)
-    api_client = config.new_client_from_config(config_file=kubeconfig)
-    core = client.CoreV1Api(api_client)
     name = f"t-{uuid.uuid4().hex[:10]}"
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    try:
-        yield name
-    finally:
-        core.delete_namespace(name)
-        api_client.close()
+    with Client(KubeConfig.from_file(kubeconfig)) as client:
+        client.create(Namespace(metadata=ObjectMeta(name=name)))
+        try:
+            yield name
+        finally:
+            client.delete(Namespace, name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -86,9 +86,9 @@ OBJECTS_AT_ONCE = 8
 
 kopf starts a task per object with pending events; unbounded, a thousand new pools and their
 children mean thousands of tasks, each holding its event bodies and API connections while it
-waits for one of the :data:`HANDLER_THREADS`. Bounded, the next events wait in the watch
-stream (the API server keeps them), and the operator's memory stays flat however many objects
-arrive at once (docs/operator.md, "Scale")."""
+waits for one of the :data:`HANDLER_THREADS`. Bounded, fewer tasks run at once, but kopf still
+reads every watch event as it comes and queues it in memory for its object's turn, so a burst
+that outpaces the handlers grows that backlog (docs/operator.md, "Scale")."""
 WORKER_IDLE = 0.5
 """Seconds an object's task waits for its next event before it ends (kopf's default is 5 s:
 with :data:`OBJECTS_AT_ONCE` tasks, idle ones would hold the places of busy objects)."""
@@ -117,6 +117,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.execution.max_workers = HANDLER_THREADS
     settings.queueing.worker_limit = OBJECTS_AT_ONCE
     settings.queueing.idle_timeout = WORKER_IDLE
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # else a log line per API request
     memo["cluster"] = Cluster(api_client())
     memo["books"] = Bookkeeping()
     stop = threading.Event()
@@ -126,6 +127,18 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
         daemon=True,
     )  # fmt: skip
     thread.start()
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """kopf's own logins: the service account in a pod, else the kubeconfig (``$KUBECONFIG``,
+    which ``--kubeconfig`` sets): the same order as the operator's client (``_kube``).
+
+    Registered here rather than left to kopf's defaults, which are chosen when kopf is
+    imported, from what is installed and whether ``$KUBECONFIG`` is set at that moment.
+    """
+    info: kopf.ConnectionInfo | None = kopf.login_with_service_account(**kwargs)
+    return info or kopf.login_with_kubeconfig(**kwargs)
 
 
 @kopf.on.cleanup()

@@ -1,23 +1,40 @@
 """The Kubernetes API as the operator uses it: server-side apply, children by label, status.
 
-A thin adapter over the official client's public API (the dynamic client for any kind, the
-typed clients for Secrets and status), so the handlers read as a sequence of steps. Every
-write is a server-side apply under one field manager (:data:`FIELD_MANAGER`): the operator
-owns exactly the fields it renders, a user's or another controller's fields are left alone,
-and applying the same manifest twice changes nothing.
+A thin adapter over lightkube's public API (generic resources for any kind, its ``apply``-style
+patch, paged lists), so the handlers read as a sequence of steps. Every write is a server-side
+apply under one field manager (:data:`FIELD_MANAGER`): the operator owns exactly the fields it
+renders, a user's or another controller's fields are left alone, and applying the same
+manifest twice changes nothing.
+
+Two reads need more than lightkube's ``Client`` offers (it has no request of a bare path and
+sends no Accept header of the caller's), so they go through the plain httpx2 client lightkube
+builds for the same configuration (``lightkube.config.client_adapter.Client``, what its own
+``Client`` is made on): the API server's discovery (``/api/v1``, ``/apis/GROUP/VERSION``: which
+kinds are served, and their plurals), and a Secret's metadata only (the
+``PartialObjectMetadata`` Accept header), so the operator checks that a Secret exists without
+ever reading a key.
+
+lightkube and not the official client: kopf imports the official client whenever it is
+installed (about 45 MB of the operator's memory, docs/operator.md "Scale"); without it, kopf
+logs in with its own handlers (``_handlers.login``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+import httpx2
+from lightkube import ALL_NS, ApiError, Client, KubeConfig
+from lightkube.config import client_adapter
+from lightkube.generic_resource import (
+    GenericNamespacedResource,
+    create_namespaced_resource,
+    get_generic_resource,
+)
+from lightkube.types import PatchType
 
 from chainloom_operator._render.common import MANAGED_BY, Owner, child_key
 from chainloom_operator.errors import MissingCrdError, MissingSecretError
@@ -49,15 +66,29 @@ CHILD_KINDS = (
 """Every kind the operator renders (children are looked for among these)."""
 LIST_PAGE = 100
 """Custom resources read per list request by :meth:`Cluster.list_custom`."""
+REQUEST_TIMEOUT = 30.0
+"""Seconds an API request may take (lightkube's default is 10)."""
+
+Resource = type[GenericNamespacedResource]
+_resources_lock = threading.Lock()
 
 
-def api_client(kubeconfig: str | None = None) -> client.ApiClient:
-    """A client for the cluster: in-cluster in a pod, else ``kubeconfig`` or the current one."""
-    try:
-        config.load_incluster_config()
-        return client.ApiClient()
-    except config.ConfigException:
-        return config.new_client_from_config(config_file=kubeconfig)
+def api_client(kubeconfig: str | None = None) -> Client:
+    """A client for the cluster: ``kubeconfig`` when given, else in-cluster in a pod, else
+    ``$KUBECONFIG`` or ``~/.kube/config``."""
+    config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+    return Client(config, field_manager=FIELD_MANAGER, timeout=httpx2.Timeout(REQUEST_TIMEOUT))
+
+
+def _namespaced_resource(api_version: str, kind: str, plural: str) -> Resource:
+    """lightkube's generic resource for a namespaced kind (one class per kind and process:
+    lightkube registers them globally)."""
+    with _resources_lock:
+        found: Resource | None = get_generic_resource(api_version, kind)
+        if found is not None:
+            return found
+        group, _, version = api_version.rpartition("/")
+        return create_namespaced_resource(group, version, kind, plural)
 
 
 def _is_pattern(namespace: str) -> bool:
@@ -65,63 +96,99 @@ def _is_pattern(namespace: str) -> bool:
 
 
 class Cluster:
-    """The operations the handlers need, on one API client."""
+    """The operations the handlers need, on one lightkube client (safe to share between the
+    handler threads)."""
 
-    def __init__(self, api: client.ApiClient) -> None:
+    def __init__(self, api: Client) -> None:
         self.api = api
-        self.dynamic = DynamicClient(api)
-        self.core = client.CoreV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
+        self.http = client_adapter.Client(
+            api.config, client_adapter.ConnectionParams(timeout=httpx2.Timeout(REQUEST_TIMEOUT))
+        )
+        """Plain HTTP to the same API server, for discovery and metadata-only reads."""
+        self._served: dict[str, dict[str, str]] = {}
 
-    def _resource(self, api_version: str, kind: str) -> Any:
-        try:
-            return self.dynamic.resources.get(api_version=api_version, kind=kind)
-        except ResourceNotFoundError:
+    def close(self) -> None:
+        """Close both clients' connections."""
+        self.api.close()
+        self.http.close()
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _discover(self, api_version: str) -> dict[str, str]:
+        """Kind -> plural of the namespaced kinds the API server serves under ``api_version``
+        (its discovery document; kept once found, asked again while a kind is missing)."""
+        path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        response = self.http.get(path)
+        if response.status_code == httpx2.codes.NOT_FOUND:
+            return {}
+        response.raise_for_status()
+        kinds = {r["kind"]: r["name"] for r in response.json()["resources"]
+                 if "/" not in r["name"] and r["namespaced"]}  # fmt: skip
+        self._served[api_version] = kinds
+        return kinds
+
+    def _plural(self, api_version: str, kind: str) -> str | None:
+        known = self._served.get(api_version)
+        if known is None or kind not in known:
+            known = self._discover(api_version)
+        return known.get(kind)
+
+    def _resource(self, api_version: str, kind: str) -> Resource:
+        plural = self._plural(api_version, kind)
+        if plural is None:
             hint = INSTALL_HINTS.get(api_version, "install the CRD that defines it")
-            raise MissingCrdError(kind, api_version, hint) from None
+            raise MissingCrdError(kind, api_version, hint)
+        return _namespaced_resource(api_version, kind, plural)
+
+    def _custom(self, plural: str) -> Resource:
+        """A chainloom custom resource by its plural."""
+        api_version = f"{GROUP}/{VERSION}"
+        kinds = self._served.get(api_version) or self._discover(api_version)
+        kind = next((k for k, p in kinds.items() if p == plural), None)
+        if kind is None:
+            raise MissingCrdError(plural, api_version,
+                                  "install the chainloom CRDs (crds/, or the chart)")  # fmt: skip
+        return _namespaced_resource(api_version, kind, plural)
 
     def served(self, api_version: str, kind: str) -> bool:
         """The API server knows ``kind``."""
-        try:
-            self._resource(api_version, kind)
-        except MissingCrdError:
-            return False
-        return True
+        return self._plural(api_version, kind) is not None
 
     def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply ``manifest`` (forcing ownership of the fields it sets)."""
         api_version, kind, name = child_key(manifest)
-        resource = self._resource(api_version, kind)
-        applied = resource.server_side_apply(
-            body=manifest,
-            name=name,
+        applied = self.api.patch(
+            self._resource(api_version, kind), name, manifest,
             namespace=manifest["metadata"].get("namespace"),
-            field_manager=FIELD_MANAGER,
-            force_conflicts=True,
-        )
-        result: dict[str, Any] = applied.to_dict()
-        return result
+            patch_type=PatchType.APPLY, field_manager=FIELD_MANAGER, force=True,
+        )  # fmt: skip
+        return dict(applied)
 
     def delete(self, manifest: dict[str, Any]) -> None:
         """Delete a child (gone already is fine)."""
         api_version, kind, name = child_key(manifest)
-        with contextlib.suppress(NotFoundError):
-            self._resource(api_version, kind).delete(
-                name=name, namespace=manifest["metadata"]["namespace"]
-            )
+        try:
+            self.api.delete(self._resource(api_version, kind), name,
+                            namespace=manifest["metadata"]["namespace"])  # fmt: skip
+        except ApiError as error:
+            if error.status.code != httpx2.codes.NOT_FOUND:
+                raise
 
     def children(self, owner: Owner, kinds: Iterable[tuple[str, str]] = CHILD_KINDS
                  ) -> list[dict[str, Any]]:  # fmt: skip
         """The owner's children of ``kinds`` (found by its labels and its uid)."""
-        selector = ",".join(f"{k}={v}" for k, v in owner.selector().items())
         found: list[dict[str, Any]] = []
         for api_version, kind in kinds:
             if not self.served(api_version, kind):
                 continue
-            listed = self._resource(api_version, kind).get(
-                namespace=owner.namespace, label_selector=selector
-            )
-            for item in listed.to_dict().get("items", []):
+            listed = self.api.list(self._resource(api_version, kind), namespace=owner.namespace,
+                                   labels=dict(owner.selector()))  # fmt: skip
+            for child in listed:
+                item = dict(child)
                 item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", kind)
                 references = item["metadata"].get("ownerReferences") or []
@@ -134,45 +201,32 @@ class Cluster:
 
         Asks for the Secret's metadata only: the operator never reads a key's value.
         """
-        resource = self._resource("v1", "Secret")
         for name, _key, purpose in references:
-            try:
-                resource.get(name=name, namespace=namespace,
-                             header_params={"Accept": PARTIAL_METADATA})  # fmt: skip
-            except NotFoundError:
-                raise MissingSecretError(namespace, name, purpose) from None
+            response = self.http.get(f"/api/v1/namespaces/{namespace}/secrets/{name}",
+                                     headers={"Accept": PARTIAL_METADATA})  # fmt: skip
+            if response.status_code == httpx2.codes.NOT_FOUND:
+                raise MissingSecretError(namespace, name, purpose)
+            response.raise_for_status()
+
+    def _get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return dict(self.api.get(resource, name, namespace=namespace))
+        except ApiError as error:
+            if error.status.code == httpx2.codes.NOT_FOUND:
+                return None
+            raise
 
     def get_custom(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         """A chainloom custom resource, or None when it does not exist."""
-        try:
-            found: dict[str, Any] = self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, plural, name
-            )
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        return found
+        return self._get(self._custom(plural), namespace, name)
 
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """Any namespaced object (a scheduled run's SparkApplication), or None when it is gone."""
-        try:
-            found: dict[str, Any] = (
-                self._resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
-            )
-        except NotFoundError:
-            return None
-        return found
+        return self._get(self._resource(api_version, kind), namespace, name)
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """A pod as the API server returns it (camelCase keys), or None when it is gone."""
-        try:
-            found: dict[str, Any] = (
-                self._resource("v1", "Pod").get(name=name, namespace=namespace).to_dict()
-            )
-        except NotFoundError:
-            return None
-        return found
+        return self.get("v1", "Pod", namespace, name)
 
     def list_custom(self, plural: str, namespaces: Iterable[str] = ()) -> Iterator[dict[str, Any]]:
         """The chainloom resources of ``plural`` in ``namespaces`` (none given: the cluster).
@@ -182,40 +236,27 @@ class Cluster:
         (``team-*``) are matched against the names, which needs the cluster-wide list (the
         chart's ClusterRole grants it when no namespaces are set).
         """
+        resource = self._custom(plural)
         names = list(namespaces)
         if names and not any(_is_pattern(n) for n in names):
             for namespace in names:
-                yield from self._pages(plural, namespace)
+                yield from self._pages(resource, namespace)
             return
-        for item in self._pages(plural, None):
+        for item in self._pages(resource, ALL_NS):
             if not names or any(
                 fnmatch.fnmatchcase(item["metadata"]["namespace"], n) for n in names
             ):
                 yield item
 
-    def _pages(self, plural: str, namespace: str | None) -> Iterator[dict[str, Any]]:
-        token: str | None = None
-        while True:
-            paging: dict[str, Any] = {"limit": LIST_PAGE}
-            if token:
-                paging["_continue"] = token
-            if namespace is None:
-                listed = self.custom.list_cluster_custom_object(GROUP, VERSION, plural, **paging)
-            else:
-                listed = self.custom.list_namespaced_custom_object(
-                    GROUP, VERSION, namespace, plural, **paging
-                )
-            yield from listed.get("items", [])
-            token = (listed.get("metadata") or {}).get("continue")
-            if not token:
-                return
+    def _pages(self, resource: Resource, namespace: str) -> Iterator[dict[str, Any]]:
+        for item in self.api.list(resource, namespace=namespace, chunk_size=LIST_PAGE):
+            yield dict(item)
 
     def patch_status(self, plural: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge ``status`` into the resource's status subresource (gone already is fine)."""
         try:
-            self.custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, plural, name, {"status": status}
-            )
-        except ApiException as error:
-            if error.status != 404:
+            self.api.patch(self._custom(plural).Status, name, {"status": status},
+                           namespace=namespace, patch_type=PatchType.MERGE)  # fmt: skip
+        except ApiError as error:
+            if error.status.code != httpx2.codes.NOT_FOUND:
                 raise

@@ -10,7 +10,9 @@ how to provide it, never a secret's value::
         ├── MissingSecretError           a referenced Secret (or its key) does not exist
         ├── MissingCrdError              a kind the operator renders is not installed
         ├── MissingSinkError             an IngestPipeline's BackendTable does not exist
-        └── BackendUnavailableError      Bigtable or Cassandra could not be reached
+        ├── BackendUnavailableError      Bigtable or Cassandra could not be reached
+        │                                (also a chainloom.errors.UnavailableError)
+        └── ApiUnavailableError          the Kubernetes API server could not be reached
                                          (also a chainloom.errors.UnavailableError)
 """
 
@@ -75,3 +77,10 @@ class BackendUnavailableError(OperatorError, UnavailableError):
     """Bigtable or Cassandra could not be reached; the reconcile is retried with backoff."""
 
     reason = "BackendUnavailable"
+
+
+class ApiUnavailableError(OperatorError, UnavailableError):
+    """The Kubernetes API server could not be reached, after kopf's own retries (about a
+    minute): ``operator run`` ends with this one line and exit code 4."""
+
+    reason = "ApiUnavailable"

@@ -16,11 +16,13 @@ import random
 import threading
 from dataclasses import dataclass
 
+import aiohttp
 import kopf
 
 from chainloom import telemetry
 from chainloom_operator import _handlers
 from chainloom_operator.config import OperatorSettings
+from chainloom_operator.errors import ApiUnavailableError
 from chainloom_operator.metrics import OperatorMetrics
 
 __all__ = ["RunningOperator", "run", "start_in_thread", "start_metrics"]
@@ -62,17 +64,20 @@ def run(
     metrics: OperatorMetrics | None = None,
 ) -> None:
     """Run the operator until interrupted (against ``kubeconfig``, else the current one);
-    ``metrics`` (:func:`start_metrics`) is shut down at the end."""
+    ``metrics`` (:func:`start_metrics`) is shut down at the end. Raises ApiUnavailableError
+    when kopf gives up reaching the API server."""
     if kubeconfig:
         os.environ["KUBECONFIG"] = kubeconfig  # kopf's login and our client both read it
     metrics = metrics if metrics is not None else OperatorMetrics()
-    # Everything imported so far (kopf, the Kubernetes client's models, pydantic's schemas:
+    # Everything imported so far (kopf, aiohttp, lightkube, pydantic's schemas:
     # about a million objects) lives as long as the process. Frozen, the collector's full
     # passes no longer count them, so they run as often as the operator's own garbage needs
     # and reference cycles left by finished reconciles are freed before they pile up.
     gc.freeze()
     try:
         kopf.run(**_options(settings, metrics))  # type: ignore[arg-type]
+    except aiohttp.ClientConnectionError as error:  # kopf's own client, after its retries
+        raise ApiUnavailableError(f"the Kubernetes API server is unreachable: {error}") from None
     finally:
         metrics.shutdown()
 

@@ -31,12 +31,14 @@ def test_api_server_reports_the_real_version(kubeconfig: str) -> None:
 
 
 def test_python_client_round_trips_a_config_map(kube_namespace: str, kubeconfig: str) -> None:
-    from kubernetes import client, config
+    from lightkube import Client, KubeConfig
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.core_v1 import ConfigMap
 
-    api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
-    body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="probe"), data={"k": "v"})
-    api.create_namespaced_config_map(kube_namespace, body)
-    assert api.read_namespaced_config_map("probe", kube_namespace).data == {"k": "v"}
+    with Client(KubeConfig.from_file(kubeconfig)) as client:
+        client.create(ConfigMap(metadata=ObjectMeta(name="probe"), data={"k": "v"}),
+                      namespace=kube_namespace)  # fmt: skip
+        assert client.get(ConfigMap, "probe", namespace=kube_namespace).data == {"k": "v"}
 
 
 def test_full_tier_runs_deployment_pods_on_the_simulated_node(

@@ -176,10 +176,10 @@ def test_a_pod_reaches_the_api_server_with_its_service_account(
         "-n", node_namespace, "create", "configmap", "probe", f"--from-literal=marker={marker}"
     )
     read = (
-        "from kubernetes import client, config\n"
-        "config.load_incluster_config()\n"
-        f"print(client.CoreV1Api().read_namespaced_config_map('probe', '{node_namespace}')"
-        ".data['marker'])\n"
+        "from lightkube import Client, KubeConfig\n"
+        "from lightkube.resources.core_v1 import ConfigMap\n"
+        "client = Client(KubeConfig.from_service_account())\n"
+        f"print(client.get(ConfigMap, 'probe', namespace='{node_namespace}').data['marker'])\n"
     )
     logs = _run_to_completion(node_cluster, node_namespace, "incluster", ["python3", "-c", read])
     assert logs.strip() == marker

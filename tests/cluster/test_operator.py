@@ -344,12 +344,52 @@ def test_a_kind_the_server_does_not_serve_names_what_to_install(chainloom_crds: 
     from chainloom_operator._kube import Cluster, api_client
     from chainloom_operator.errors import MissingCrdError
 
-    cluster = Cluster(api_client(chainloom_crds))
     manifest = {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkNoSuchKind",
                 "metadata": {"name": "x", "namespace": "default"}}  # fmt: skip
-    with pytest.raises(MissingCrdError, match="install the Kubeflow spark-operator"):
-        cluster.apply(manifest)
-    assert not cluster.served("sparkoperator.k8s.io/v1beta2", "SparkNoSuchKind")
+    with Cluster(api_client(chainloom_crds)) as cluster:
+        with pytest.raises(MissingCrdError, match="install the Kubeflow spark-operator"):
+            cluster.apply(manifest)
+        assert not cluster.served("sparkoperator.k8s.io/v1beta2", "SparkNoSuchKind")
+
+
+def test_the_adapter_applies_finds_and_deletes_children_and_checks_secrets(
+    chainloom_crds: str, kube_namespace: str
+) -> None:
+    from chainloom_operator._kube import FIELD_MANAGER, Cluster, api_client
+    from chainloom_operator._render.common import Owner
+    from chainloom_operator.errors import MissingSecretError
+
+    namespace = kube_namespace
+    with Cluster(api_client(chainloom_crds)) as cluster:
+        metadata = {"name": "parent", "namespace": namespace}
+        parent = cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
+        owner = Owner("ConfigMap", "parent", namespace, parent["metadata"]["uid"], 1)
+        reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "parent",
+                     "uid": owner.uid}  # fmt: skip
+        child = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
+                 "metadata": {"name": "child", "namespace": namespace,
+                              "labels": dict(owner.selector()),
+                              "ownerReferences": [reference]}}  # fmt: skip
+        applied = cluster.apply(child)
+        assert [m["manager"] for m in applied["metadata"]["managedFields"]] == [FIELD_MANAGER]
+        again = cluster.apply(child)
+        assert again["metadata"]["resourceVersion"] == applied["metadata"]["resourceVersion"]
+        found = cluster.children(owner, (("v1", "ConfigMap"),))
+        assert [(c["kind"], c["metadata"]["name"], c["data"]) for c in found] == [
+            ("ConfigMap", "child", {"k": "v"})
+        ]
+
+        _secrets(chainloom_crds, namespace, "wallet")
+        cluster.check_secrets(namespace, [("wallet", "key", "a wallet")])
+        with pytest.raises(MissingSecretError, match=f"Secret {namespace}/absent"):
+            cluster.check_secrets(namespace, [("wallet", "key", "a"), ("absent", "key", "b")])
+
+        cluster.delete(child)
+        cluster.delete(child)  # gone already is fine
+        assert cluster.get("v1", "ConfigMap", namespace, "child") is None
+        assert cluster.children(owner, (("v1", "ConfigMap"),)) == []
+        cluster.patch_status("relayerpools", namespace, "absent", {"x": 1})  # gone is fine
+        assert cluster.get_custom("relayerpools", namespace, "absent") is None
 
 
 def test_queue_depths_in_status_when_redis_is_reachable(
@@ -395,15 +435,15 @@ def test_listing_stays_in_the_watched_namespaces(chainloom_crds: str, kube_names
     from chainloom_operator._kube import Cluster, api_client
 
     _apply(chainloom_crds, kube_namespace, SAMPLES / "backendtable-bigtable.yaml")
-    cluster = Cluster(api_client(chainloom_crds))
+    with Cluster(api_client(chainloom_crds)) as cluster:
 
-    def names(*namespaces: str) -> set[tuple[str, str]]:
-        found = list(cluster.list_custom("backendtables", namespaces))
-        return {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in found}
+        def names(*namespaces: str) -> set[tuple[str, str]]:
+            found = list(cluster.list_custom("backendtables", namespaces))
+            return {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in found}
 
-    assert names(kube_namespace) == {(kube_namespace, "events")}
-    assert names("t-no-such-namespace") == set()
-    assert (kube_namespace, "events") in names("t-*")
-    assert {ns for ns, _ in names(kube_namespace[:4] + "*")} <= {
-        ns for ns, _ in names() if ns.startswith(kube_namespace[:4])
-    }
+        assert names(kube_namespace) == {(kube_namespace, "events")}
+        assert names("t-no-such-namespace") == set()
+        assert (kube_namespace, "events") in names("t-*")
+        assert {ns for ns, _ in names(kube_namespace[:4] + "*")} <= {
+            ns for ns, _ in names() if ns.startswith(kube_namespace[:4])
+        }

@@ -11,7 +11,7 @@ import tomllib
 from tests.conftest import REPO_ROOT
 
 EXTRA_ONLY = {
-    "operator": {"kopf", "kubernetes"},
+    "operator": {"kopf", "lightkube"},
     "spark": {"pyspark"},
 }
 """Packages the library does not import, by the extra that installs them."""
@@ -71,12 +71,15 @@ def test_parts_the_library_does_not_import_are_extras() -> None:
     for extra, packages in EXTRA_ONLY.items():
         assert _names(extras[extra]) == packages, extra
         assert not packages & runtime, f"{packages & runtime} are runtime dependencies"
-    # The tests use the kubernetes client (tests/conftest.py, tests/cluster/): dev pulls it in.
+    # The tests use lightkube (tests/conftest.py, tests/cluster/): dev pulls it in.
     assert "chainloom[operator]" in extras["dev"]
+    # Never the official client: kopf imports it whenever it is installed (~50 MB per operator).
+    everywhere = runtime.union(*(_names(packages) for packages in extras.values()))
+    assert "kubernetes" not in everywhere
 
 
 def test_the_library_imports_no_package_of_an_extra() -> None:
-    modules = {"kopf", "kubernetes", "pyspark"}
+    modules = {"kopf", "lightkube", "pyspark"}
     found = []
     for path in (REPO_ROOT / "services" / "chainloom").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

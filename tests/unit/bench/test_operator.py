@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 
-from kubernetes.client.exceptions import ApiException
+import httpx2
+from lightkube import ApiError
+from lightkube.models.meta_v1 import Status
 
 from bench.operator import api_error_line
 from tests.conftest import REPO_ROOT
@@ -16,17 +17,21 @@ FULL_RANGE = "Internal error occurred: failed to allocate a serviceIP: range is 
 
 
 def test_an_api_error_is_the_servers_message_on_one_line() -> None:
-    error = ApiException(status=500, reason="Internal Server Error")
-    error.body = json.dumps({"kind": "Status", "message": FULL_RANGE + "\n(retry later)"})
+    error = ApiError(status=Status(code=500, reason="InternalError",
+                                   message=FULL_RANGE + "\n(retry later)"))  # fmt: skip
     assert api_error_line(error) == (
         f"bench/operator: the API server answered 500: {FULL_RANGE} (retry later)"
     )
 
 
-def test_an_error_without_a_status_body_keeps_its_reason() -> None:
-    error = ApiException(status=403, reason="Forbidden")
+def test_an_error_without_a_message_keeps_its_reason() -> None:
+    error = ApiError(status=Status(code=403, reason="Forbidden"))
     assert api_error_line(error) == "bench/operator: the API server answered 403: Forbidden"
-    assert api_error_line(OSError("connection refused")) == "bench/operator: connection refused"
+
+
+def test_a_transport_error_is_its_text() -> None:
+    refused = httpx2.ConnectError("[Errno 111] Connection refused")
+    assert api_error_line(refused) == "bench/operator: [Errno 111] Connection refused"
 
 
 def _bench(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
