@@ -62,6 +62,7 @@ from chainloom.indexer.service import bounds, gap_filler, open_writer, spy_clien
 from chainloom.relayer.spy_client import SpyClient
 from chainloom.settings import BigtableSettings
 from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.testing.ports import free_port
 from chainloom.testing.vaa_workload import DEFAULT_MIX, generate_vaas
 from chainloom.wormhole import SignatureCache, all_known_emitters, parse_vaa
 
@@ -70,14 +71,6 @@ MessageKey = tuple[int, bytes, int]
 
 def _location(table: str) -> BigtableSettings:
     return BigtableSettings(project="bench", instance="bench", table=table)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def bare_writer(raws: list[bytes], settings: IndexerSettings) -> tuple[float, float]:
@@ -344,7 +337,7 @@ def main() -> None:
                 {
                     "bigtable": _location(table).model_dump(),
                     "guardian_sets": {"source": str(sets_file)},
-                    "spy": {"address": f"127.0.0.1:{_free_port()}"},
+                    "spy": {"address": f"127.0.0.1:{free_port()}"},
                     "probes": {"enabled": False},
                 }
             )

@@ -32,6 +32,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from chainloom.testing.ports import free_port
+
 SPEC: dict[str, Any] = {
     "redis": {"url": "redis://redis.invalid:6379/0"},
     "chains": [{"chain": "ethereum", "wallets": [{"name": "w", "secret_ref": {"name": "wallet"}}]}],
@@ -124,7 +126,7 @@ def with_operator(pools: int) -> tuple[float, float]:
     with log.open("wb") as handle:
         process = subprocess.Popen(
             [sys.executable, "-m", "chainloom", "operator", "run", "--namespace", namespace,
-             "--liveness", "http://127.0.0.1:0/healthz"],
+             "--liveness", f"http://127.0.0.1:{free_port()}/healthz"],
             stdout=handle, stderr=subprocess.STDOUT, env=environment,
         )  # fmt: skip
     try:

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from typing import Any, TypeVar
 import pytest
 
 from chainloom.stack.components.kubernetes import k8s_dir
+from chainloom.testing.ports import free_port
 from tests.conftest import REPO_ROOT
 
 T = TypeVar("T")
@@ -141,13 +141,6 @@ def spark_crds(chainloom_crds: str) -> str:
     wait_established(chainloom_crds, "sparkapplications.sparkoperator.k8s.io",
                      "scheduledsparkapplications.sparkoperator.k8s.io")  # fmt: skip
     return chainloom_crds
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -15,11 +15,11 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from chainloom.testing.ports import free_port
 from tests.conftest import REPO_ROOT, StackForTests
 from tests.operator_support import (
     OperatorProcess,
     chainloom_crds,
-    free_port,
     kubectl,
     kubectl_json,
     spark_crds,
