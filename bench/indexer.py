@@ -61,8 +61,8 @@ from chainloom.indexer.pipeline import Pipeline
 from chainloom.indexer.service import bounds, gap_filler, open_writer, spy_client
 from chainloom.relayer.spy_client import SpyClient
 from chainloom.settings import BigtableSettings
+from chainloom.stack._process import free_port
 from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.ports import free_port
 from chainloom.testing.vaa_workload import DEFAULT_MIX, generate_vaas
 from chainloom.wormhole import SignatureCache, all_known_emitters, parse_vaa
 

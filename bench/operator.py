@@ -32,7 +32,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from chainloom.testing.ports import free_port
+from chainloom.stack._process import free_port
+from chainloom_operator._kube import namespaced_resource
 
 SPEC: dict[str, Any] = {
     "redis": {"url": "redis://redis.invalid:6379/0"},
@@ -59,16 +60,6 @@ def _namespace(client: Any, prefix: str) -> str:
     return name
 
 
-def _generic(api_version: str, kind: str, plural: str) -> Any:
-    """lightkube's generic resource for ``kind``: plain dicts, as the API server sends them."""
-    from lightkube.generic_resource import create_namespaced_resource, get_generic_resource
-
-    group, _, version = api_version.rpartition("/")
-    return get_generic_resource(api_version, kind) or create_namespaced_resource(
-        group, version, kind, plural
-    )
-
-
 PLURALS = {"ConfigMap": "configmaps", "Service": "services", "Deployment": "deployments",
            "NetworkPolicy": "networkpolicies", "RelayerPool": "relayerpools"}  # fmt: skip
 """The plurals of the kinds the bench writes."""
@@ -77,7 +68,7 @@ PLURALS = {"ConfigMap": "configmaps", "Service": "services", "Deployment": "depl
 def _available(client: Any, namespace: str, wanted: int) -> int:
     from chainloom_operator._render.status import deployment_available
 
-    listed = list(client.list(_generic("apps/v1", "Deployment", "deployments"),
+    listed = list(client.list(namespaced_resource("apps/v1", "Deployment", "deployments"),
                               namespace=namespace))  # fmt: skip
     ready = [d for d in listed if deployment_available(d)]
     return len(ready) if len(listed) >= wanted else 0
@@ -102,7 +93,7 @@ def bare(pools: int) -> float:
             for manifest in render_relayer_pool(owner, spec):
                 manifest["metadata"].pop("ownerReferences")  # no owner exists here
                 kind = manifest["kind"]
-                resource = _generic(manifest["apiVersion"], kind, PLURALS[kind])
+                resource = namespaced_resource(manifest["apiVersion"], kind, PLURALS[kind])
                 client.patch(resource, manifest["metadata"]["name"], manifest,
                              namespace=namespace, patch_type=PatchType.APPLY,
                              force=True)  # fmt: skip
@@ -120,7 +111,7 @@ def with_operator(pools: int) -> tuple[float, float]:
 
     client = _client()
     namespace = _namespace(client, "bench-op")
-    pool = _generic("chainloom.io/v1alpha1", "RelayerPool", PLURALS["RelayerPool"])
+    pool: Any = namespaced_resource("chainloom.io/v1alpha1", "RelayerPool", PLURALS["RelayerPool"])
     log = Path(tempfile.mkstemp(prefix="bench-operator-", suffix=".log")[1])
     environment = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_")}
     with log.open("wb") as handle:

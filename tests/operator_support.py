@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from chainloom.stack._process import free_port
 from chainloom.stack.components.kubernetes import k8s_dir
-from chainloom.testing.ports import free_port
 from tests.conftest import REPO_ROOT
 
 T = TypeVar("T")

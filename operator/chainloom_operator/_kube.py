@@ -80,7 +80,7 @@ def api_client(kubeconfig: str | None = None) -> Client:
     return Client(config, field_manager=FIELD_MANAGER, timeout=httpx2.Timeout(REQUEST_TIMEOUT))
 
 
-def _namespaced_resource(api_version: str, kind: str, plural: str) -> Resource:
+def namespaced_resource(api_version: str, kind: str, plural: str) -> Resource:
     """lightkube's generic resource for a namespaced kind (one class per kind and process:
     lightkube registers them globally)."""
     with _resources_lock:
@@ -142,17 +142,19 @@ class Cluster:
         if plural is None:
             hint = INSTALL_HINTS.get(api_version, "install the CRD that defines it")
             raise MissingCrdError(kind, api_version, hint)
-        return _namespaced_resource(api_version, kind, plural)
+        return namespaced_resource(api_version, kind, plural)
 
     def _custom(self, plural: str) -> Resource:
         """A chainloom custom resource by its plural."""
         api_version = f"{GROUP}/{VERSION}"
-        kinds = self._served.get(api_version) or self._discover(api_version)
+        kinds = self._served.get(api_version)
+        if kinds is None or plural not in kinds.values():
+            kinds = self._discover(api_version)
         kind = next((k for k, p in kinds.items() if p == plural), None)
         if kind is None:
             raise MissingCrdError(plural, api_version,
                                   "install the chainloom CRDs (crds/, or the chart)")  # fmt: skip
-        return _namespaced_resource(api_version, kind, plural)
+        return namespaced_resource(api_version, kind, plural)
 
     def served(self, api_version: str, kind: str) -> bool:
         """The API server knows ``kind``."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
+from chainloom.stack._process import free_port
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.testing.publicrpc_server import message_id_of
 from chainloom.testing.vaa_workload import Mix, generate_vaas
@@ -24,12 +24,6 @@ from chainloom.testing.vaa_workload import Mix, generate_vaas
 CHAINLOOM = str(Path(sys.executable).with_name("chainloom"))
 TRANSFERS = Mix(weights={"token_transfer": 1.0}, duplicate=0.0, conflict=0.0)
 MessageId = tuple[int, str, int]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _stored(settings: BigtableSettings) -> set[MessageId]:
@@ -80,7 +74,7 @@ def test_gaps_computed_from_the_store_are_filled_from_a_table_served_as_the_publ
     }
     assert named == holes
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [CHAINLOOM, "spy", "serve-public-api", "--listen", f"127.0.0.1:{port}",
          "--table", full.table, "--bigtable-project", "chainloom", "--bigtable-instance", "test",
@@ -121,7 +115,7 @@ def test_backfill_without_an_endpoint_or_with_a_dead_one_says_so_in_one_line(
     code, _, err = _events(settings.table, "backfill", "--guardian-set", "dev")
     assert code == 2
     assert err.strip().startswith("error: no public API endpoint")
-    closed = f"127.0.0.1:{_free_port()}"
+    closed = f"127.0.0.1:{free_port()}"
     code, _, err = _events(
         settings.table, "backfill", "--guardian-set", "dev", "--public-api", closed,
         "--timeout", "0.5",

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -38,6 +37,7 @@ from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
 from chainloom.http_server import Request
 from chainloom.settings import BigtableSettings
+from chainloom.stack._process import free_port
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import (
     DEV_TOKEN_BRIDGE_EMITTER,
@@ -322,9 +322,7 @@ def test_errors_name_what_was_wrong(served: Served) -> None:
 def test_an_unreachable_store_is_a_503_in_one_line(
     settings: BigtableSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
+    closed = free_port()
     monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", f"127.0.0.1:{closed}")
     away = settings.model_copy(update={"operation_timeout": 1.0})
     with BigtableTables(away) as tables:

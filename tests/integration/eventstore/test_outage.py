@@ -29,6 +29,7 @@ from chainloom.eventstore.errors import StoreUnavailableError
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import DEFAULT_FLUSH_ROWS, EventWriter, WriterConfig
 from chainloom.settings import BigtableSettings
+from chainloom.stack._process import free_port
 from chainloom.stack.components.bigtable import BigtableEmulator
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
@@ -167,13 +168,6 @@ SLACK = 15.0
 """Start-up of the CLI (imports) and a loaded machine."""
 
 
-def _closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _chainloom(
     args: list[str], emulator: str, stdin: str | None = None
 ) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -219,7 +213,7 @@ MESSAGE_ID = f"2/{DEV_TOKEN_BRIDGE_EMITTER.hex()}/1"
     ids=lambda command: " ".join(command[:2]),
 )
 def test_events_commands_exit_4_quickly_when_bigtable_is_down(command: list[str]) -> None:
-    emulator = f"127.0.0.1:{_closed_port()}"
+    emulator = f"127.0.0.1:{free_port()}"
     done, elapsed = _chainloom(["events", *command], emulator)
     _assert_unavailable(done, emulator)
     assert "Connection refused" in done.stderr
@@ -227,7 +221,7 @@ def test_events_commands_exit_4_quickly_when_bigtable_is_down(command: list[str]
 
 
 def test_put_with_bigtable_down_reports_nothing_stored_and_exits_4() -> None:
-    emulator = f"127.0.0.1:{_closed_port()}"
+    emulator = f"127.0.0.1:{free_port()}"
     lines = "\n".join(raw.hex() for raw in _vaas(0, 3))
     done, elapsed = _chainloom(["events", "put", "--guardian-set", "dev"], emulator, lines)
     _assert_unavailable(done, emulator)
@@ -242,7 +236,7 @@ def test_put_with_bigtable_down_reports_nothing_stored_and_exits_4() -> None:
 def test_counts_with_from_after_to_is_bad_input() -> None:
     done, _ = _chainloom(
         ["events", "counts", "--from", "2023-01-01", "--to", "2022-01-31"],
-        f"127.0.0.1:{_closed_port()}",
+        f"127.0.0.1:{free_port()}",
     )
     assert done.returncode == 2
     assert done.stderr == "error: --from 2023-01-01 is after --to 2022-01-31\n"

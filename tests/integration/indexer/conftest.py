@@ -9,7 +9,6 @@ import functools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,18 +25,13 @@ import yaml
 from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.settings import BigtableSettings
+from chainloom.stack._process import free_port
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.testing.vaa_workload import generate_vaas
 from chainloom.wormhole import SignatureCache, all_known_emitters
 
 KIT = DevGuardians()
 CHAINLOOM = str(Path(sys.executable).with_name("chainloom"))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @functools.cache

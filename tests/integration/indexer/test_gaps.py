@@ -31,6 +31,7 @@ from chainloom.relayer.spy_protocol import EmitterKey
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.settings import BigtableSettings, PublicRpcSettings
+from chainloom.stack._process import free_port
 from chainloom.testing.publicrpc_server import PublicRpcServer, PublicRpcServicer, message_id_of
 from chainloom.testing.vaa_workload import Mix, generate_vaas
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, parse_vaa
@@ -49,7 +50,6 @@ from tests.integration.indexer.conftest import (
     SpyProcess,
     Store,
     contents,
-    free_port,
     serve_spy,
     write_directly,
     write_vaa_file,

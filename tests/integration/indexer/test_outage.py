@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chainloom.stack._process import free_port
 from tests.integration.eventstore.test_outage import Relay
 from tests.integration.indexer.conftest import (
     Store,
     contents,
-    free_port,
     serve_spy,
     workload,
     write_directly,

@@ -17,10 +17,10 @@ from typing import Any
 
 from chainloom.indexer.config import IndexerSettings
 from chainloom.indexer.service import serve
+from chainloom.stack._process import free_port
 from tests.integration.indexer.conftest import (
     Store,
     contents,
-    free_port,
     serve_spy,
     workload,
     write_directly,

@@ -22,6 +22,7 @@ from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.dump import DumpFile, state_at
 from chainloom.ledger.xrpl.address import encode_account
 from chainloom.ledger.xrpl.parse import parse_metadata
+from chainloom.stack._process import free_port
 
 FIRST = 38129
 
@@ -258,11 +259,7 @@ def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
 
 
 def test_replay_command_serves_a_dump_that_load_grpc_copies(dump: Path, tmp_path: Path) -> None:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "chainloom.cli", "ledger", "replay", str(dump),
          "--listen", f"127.0.0.1:{port}"],

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import redis
 
 from chainloom.relayer._redis import sync
 from chainloom.relayer.model import RelayRequest
+from chainloom.stack._process import free_port
 from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import VAA
 
@@ -103,9 +103,7 @@ def private_redis(directory: Path, *, appendonly: bool, appendfsync: str) -> Ite
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server is not on PATH")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     server = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(directory),
          "--save", "", "--appendonly", "yes" if appendonly else "no",
