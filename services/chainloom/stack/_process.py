@@ -117,10 +117,13 @@ def alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # A child that exited but was never reaped still answers kill(0): look at its state.
+    # A child that exited but was never reaped still answers kill(0): look at its state. A
+    # multi-threaded process (a JVM) shows its main thread as a zombie while its other threads
+    # still exit, and its sockets stay open until the last one is gone: only a zombie left
+    # alone in its thread group is dead.
     with contextlib.suppress(OSError):
         stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+        if stat.rsplit(")", 1)[1].split()[0] == "Z" and len(os.listdir(f"/proc/{pid}/task")) == 1:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
             return False
