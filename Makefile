@@ -14,16 +14,16 @@ demo:           ## sample data through the pipelines on local defaults, then the
 	scripts/demo
 
 stack-up:       ## start the local stack (add ARGS=--full for controller-manager, scheduler, KWOK)
-	scripts/setup && .venv/bin/chainloom stack up $(ARGS)
+	scripts/setup && .venv/bin/chainloom-dev stack up $(ARGS)
 
 stack-status:
-	.venv/bin/chainloom stack status
+	.venv/bin/chainloom-dev stack status
 
 stack-down:
-	.venv/bin/chainloom stack down
+	.venv/bin/chainloom-dev stack down
 
 lint:
-	scripts/setup && .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy services operator spark-apps bench tests && .venv/bin/lint-imports
+	scripts/setup && .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy services operator spark-apps devkit bench tests && .venv/bin/lint-imports
 
 format:
 	.venv/bin/ruff format . && .venv/bin/ruff check --fix .

@@ -20,7 +20,8 @@ The binary forms compare the server's own overhead (parsing, threads, HTTP, hex)
 backend calls; the JSON forms add decoding every object and transaction to JSON in Python,
 which the direct calls do not do at all.
 
-Events API (``--part events``, Bigtable: the local stack's emulator from ``chainloom stack env``):
+Events API (``--part events``, Bigtable: the local stack's emulator from
+``chainloom-dev stack env``):
 
 1. A fresh pair of tables gets ``--vaas`` dev-guardian VAAs (8 emitters on 3 chains, a tx id
    each) through the event writer (not timed); dropped at the end.
@@ -83,7 +84,7 @@ def _load(config: Any, path: Path, ledgers: int, txs: int, vectors: Path) -> Non
     from chainloom.ledger.service import make_backend
     from chainloom.ledger.sources.dump import DumpWriter
     from chainloom.ledger.sources.file import FileLedgerSource
-    from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
+    from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
 
     initial = vectors_ledger(vectors, FIRST)
     generator = WorkloadGenerator(initial, seed=3, txs_per_ledger=txs)
@@ -211,12 +212,12 @@ def _events_bench(args: argparse.Namespace) -> None:
     from chainloom.eventstore.queries import EventReader
     from chainloom.eventstore.writer import EventWriter
     from chainloom.settings import BigtableSettings
-    from chainloom.testing.dev_guardians import DevGuardians
     from chainloom.wormhole import mainnet_emitters
+    from chainloom_dev.sim.dev_guardians import DevGuardians
 
     warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
     if not os.environ.get("BIGTABLE_EMULATOR_HOST"):
-        raise SystemExit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom stack env)")')
+        raise SystemExit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom-dev stack env)")')
     table = f"bench-api-{uuid.uuid4().hex[:10]}"
     settings = BigtableSettings(project="chainloom", instance="local", table=table)
     ensure_schema(settings)
@@ -293,7 +294,7 @@ def main() -> None:
     parser.add_argument(
         "--cassandra",
         default=_stack_cassandra(),
-        help="host:port of Cassandra (default: the local stack's, from `chainloom stack env`)",
+        help="host:port of Cassandra (default: the local stack's, from `chainloom-dev stack env`)",
     )
     parser.add_argument(
         "--vectors",

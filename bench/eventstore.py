@@ -2,7 +2,7 @@
 
 Runs against the Bigtable emulator of the local stack (``BIGTABLE_EMULATOR_HOST``).
 
-1. ``chainloom vaa generate`` makes N signed VAAs (default mix: transfers, attestations, NFTs,
+1. ``chainloom-dev vaa generate`` makes N signed VAAs (default mix: transfers, attestations, NFTs,
    other, with duplicates and conflicts). They are split across P processes by message id.
 2. Each process verifies its shard once, outside the timer. Verification is the indexer's CPU
    stage (about 1.5k VAA/s per core) and is reported separately.
@@ -40,9 +40,9 @@ CHUNK = 500
 
 
 def _generate(count: int, seed: int) -> list[bytes]:
-    chainloom = str(Path(sys.executable).with_name("chainloom"))
+    chainloom_dev = str(Path(sys.executable).with_name("chainloom-dev"))
     output = subprocess.run(
-        [chainloom, "vaa", "generate", "--count", str(count), "--seed", str(seed)],
+        [chainloom_dev, "vaa", "generate", "--count", str(count), "--seed", str(seed)],
         check=True,
         capture_output=True,
         text=True,
@@ -59,7 +59,7 @@ def _settings(table: str) -> Any:
 def _store_once(table: str, prepared: list[Any], conditional: bool) -> dict[str, Any]:
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.writer import EventWriter, WriterConfig
-    from chainloom.testing.dev_guardians import DevGuardians
+    from chainloom_dev.sim.dev_guardians import DevGuardians
 
     with BigtableTables(_settings(table)) as tables:
         writer = EventWriter(
@@ -121,8 +121,8 @@ def _worker(args: tuple[list[str], list[str], list[bytes], bool, str | None]) ->
     warnings.simplefilter("ignore")
     from chainloom import telemetry
     from chainloom.eventstore.writer import EventWriter
-    from chainloom.testing.dev_guardians import DevGuardians
     from chainloom.wormhole import CHAINS, SignatureCache, mainnet_emitters
+    from chainloom_dev.sim.dev_guardians import DevGuardians
 
     store_tables, ceiling_tables, raws, conditional, endpoint = args
     for name in [name for name in os.environ if name.startswith("OTEL_")]:
@@ -241,15 +241,15 @@ def main() -> None:
     )
     options = parser.parse_args()
     if not os.environ.get("BIGTABLE_EMULATOR_HOST"):
-        sys.exit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom stack env)")')
+        sys.exit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom-dev stack env)")')
     endpoint = options.otlp_endpoint
     if options.telemetry and not endpoint:
-        from chainloom.stack import manager
+        from chainloom_dev.stack import manager
 
         running = manager.load_state().get("otel")
         endpoint = running.extra.get("endpoint") if running is not None else None
         if not endpoint:
-            sys.exit("no collector: chainloom stack up --only otel, or give --otlp-endpoint")
+            sys.exit("no collector: chainloom-dev stack up --only otel, or give --otlp-endpoint")
     raws = _generate(options.count, options.seed)
     for mode in options.modes.split(","):
         for processes in (int(p) for p in options.processes.split(",")):

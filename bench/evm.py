@@ -9,8 +9,8 @@ transactions signed before the clock starts, sent one by one, each waited for to
 The ratio says how much of what geth and web3 can do one worker keeps (goal: >= 0.7); the median
 time from Incoming to confirmed is printed too.
 
-Needs the stack's geth and Redis (``chainloom stack up --only redis,geth``;
-``eval "$(chainloom stack env)"`` exports ``CHAINLOOM_EVM_RPC_2`` and ``CHAINLOOM_REDIS__URL``).
+Needs the stack's geth and Redis (``chainloom-dev stack up --only redis,geth``;
+``eval "$(chainloom-dev stack env)"`` exports ``CHAINLOOM_EVM_RPC_2`` and ``CHAINLOOM_REDIS__URL``).
 Run: ``.venv/bin/python bench/evm.py [--transfers 200]``.
 """
 
@@ -36,8 +36,8 @@ from chainloom.relayer.model import RelayRequest, RetryPolicy, Table
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.wallet import Wallet
 from chainloom.relayer.worker import Worker, WorkerSettings
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEVNET_TOKEN_BRIDGE_EMITTERS, VAA
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 CHAIN = 2
 GUARDIANS = DevGuardians()
@@ -144,7 +144,8 @@ def main() -> None:
     redis_url = os.environ.get("CHAINLOOM_REDIS__URL")
     if not rpc or not redis_url:
         sys.exit(
-            'needs the stack: chainloom stack up --only redis,geth; eval "$(chainloom stack env)"'
+            "needs the stack: chainloom-dev stack up --only redis,geth; "
+            'eval "$(chainloom-dev stack env)"'
         )
     w3 = connect(rpc)
     sender = Sender(w3)

@@ -1,7 +1,7 @@
 """Streaming indexer throughput and latency, against the bare event writer in the same run.
 
 Runs against the Bigtable emulator of the local stack (``BIGTABLE_EMULATOR_HOST``); the spy is
-``chainloom spy serve`` in a separate process, as a real spy is.
+``chainloom-dev spy serve`` in a separate process, as a real spy is.
 
 1. ``generate_vaas`` makes N signed VAAs (the default mainnet-like mix: transfers,
    attestations, NFTs, other, with re-signed duplicates and conflicts).
@@ -12,7 +12,7 @@ Runs against the Bigtable emulator of the local stack (``BIGTABLE_EMULATOR_HOST`
    lossless; the indexer's pipeline (the spy client, dedupe, verification, the bounded
    buffer, batched writes) runs in this process into other fresh tables, with gap tracking
    composed as :func:`chainloom.indexer.service.serve` composes it (the
-   :class:`~chainloom.eventstore.gaps.GapBook` as an observer, its state saved every
+   :class:`~chainloom.wormhole.sequences.GapBook` as an observer, its state saved every
    ``gaps.state_interval`` seconds and after the drain; ``--no-gaps`` leaves it out, to see
    what it costs). Timed from the first message received to the last write returned.
 4. **Latency**: the spy serves M VAAs at a steady ``--rate`` (with copies); for each message,
@@ -59,12 +59,12 @@ from chainloom.indexer.config import IndexerSettings
 from chainloom.indexer.metrics import IndexerMetrics, LatencyHistogram, MetricsSnapshot
 from chainloom.indexer.pipeline import Pipeline
 from chainloom.indexer.service import bounds, gap_filler, open_writer, spy_client
-from chainloom.relayer.spy_client import SpyClient
 from chainloom.settings import BigtableSettings
-from chainloom.stack._process import free_port
-from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.vaa_workload import DEFAULT_MIX, generate_vaas
+from chainloom.spy.client import SpyClient
 from chainloom.wormhole import SignatureCache, all_known_emitters, parse_vaa
+from chainloom_dev.net import free_port
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.vaa_workload import DEFAULT_MIX, generate_vaas
 
 MessageKey = tuple[int, bytes, int]
 
@@ -149,9 +149,9 @@ async def indexer_run(
     source_file = scratch / f"vaas-{uuid.uuid4().hex[:6]}.txt"
     source_file.write_text("\n".join(raw.hex() for raw in raws) + "\n")
     address = settings.spy.address
-    chainloom = str(Path(sys.executable).with_name("chainloom"))
+    chainloom_dev = str(Path(sys.executable).with_name("chainloom-dev"))
     server = subprocess.Popen(
-        [chainloom, "spy", "serve", "--listen", address, "--file", str(source_file),
+        [chainloom_dev, "spy", "serve", "--listen", address, "--file", str(source_file),
          "--copies", str(copies), "--rate", str(rate), "--lossless",
          "--wait-for-subscribers", "1", "--exit-when-done", "--buffer", "4096"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -276,7 +276,7 @@ def _collector_endpoint() -> str | None:
     """``OTEL_EXPORTER_OTLP_ENDPOINT``, else the local stack's collector (if it runs)."""
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         return os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"]
-    from chainloom.stack import manager
+    from chainloom_dev.stack import manager
 
     running = manager.load_state().get("otel")
     return running.extra.get("endpoint") if running is not None else None
@@ -312,10 +312,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     if not os.environ.get("BIGTABLE_EMULATOR_HOST"):
-        sys.exit('BIGTABLE_EMULATOR_HOST is not set: eval "$(chainloom stack env)" first')
+        sys.exit('BIGTABLE_EMULATOR_HOST is not set: eval "$(chainloom-dev stack env)" first')
     endpoint = args.otlp_endpoint or (_collector_endpoint() if args.telemetry else None)
     if args.telemetry and not endpoint:
-        sys.exit("no collector: chainloom stack up --only otel, or give --otlp-endpoint")
+        sys.exit("no collector: chainloom-dev stack up --only otel, or give --otlp-endpoint")
     warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
 
     kit = DevGuardians()

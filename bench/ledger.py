@@ -1,7 +1,7 @@
 """Ledger ETL write throughput into Cassandra against a bare concurrent-insert loop.
 
 Runs against the Cassandra node of the local stack (``CHAINLOOM_DATABASE__CASSANDRA__HOSTS`` /
-``__PORT`` from ``chainloom stack env``, the ledger settings' own variables).
+``__PORT`` from ``chainloom-dev stack env``, the ledger settings' own variables).
 
 1. The workload generator makes N mainnet-shaped ledgers after ledger 38129's real state
    (~100 transactions and ~300 object changes each by default); not timed.
@@ -40,7 +40,7 @@ FIRST = 38129
 
 def _generate(path: Path, ledgers: int, txs: int, seed: int, vectors: Path) -> tuple[int, int]:
     from chainloom.ledger.sources.dump import DumpWriter
-    from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
+    from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
 
     initial = vectors_ledger(vectors, FIRST)
     generator = WorkloadGenerator(initial, seed=seed, txs_per_ledger=txs)

@@ -1,7 +1,7 @@
 """The operator reconciling many RelayerPools to Ready, against a bare client as the ceiling.
 
-Runs against the local stack's API server with KWOK (``chainloom stack up --full``;
-``KUBECONFIG`` from ``chainloom stack env``). Each pool has one target chain with one wallet,
+Runs against the local stack's API server with KWOK (``chainloom-dev stack up --full``;
+``KUBECONFIG`` from ``chainloom-dev stack env``). Each pool has one target chain with one wallet,
 so it renders a ConfigMap, a listener Deployment + Service, one worker Deployment and a
 NetworkPolicy; KWOK runs the pods, on fake nodes the bench adds for them (100 pods each,
 labelled ``chainloom.io/bench``) and removes at the end.
@@ -32,7 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from chainloom.stack._process import free_port
+from chainloom_dev.net import free_port
 from chainloom_operator._kube import namespaced_resource
 
 SPEC: dict[str, Any] = {
@@ -198,7 +198,7 @@ def main() -> None:
     parser.add_argument("--pools", type=int, default=100, help="RelayerPools (the goal: 1000).")
     args = parser.parse_args()
     if not os.environ.get("KUBECONFIG"):
-        raise SystemExit('bench/operator: set KUBECONFIG (eval "$(chainloom stack env)")')
+        raise SystemExit('bench/operator: set KUBECONFIG (eval "$(chainloom-dev stack env)")')
     try:
         run(args.pools)
     except (HTTPError, ConfigError) as error:
@@ -210,7 +210,8 @@ CRDS = Path(__file__).resolve().parent.parent / "crds"
 
 
 def apply_crds() -> None:
-    """``kubectl apply --server-side`` of :data:`CRDS` (kubectl from ``chainloom stack env``)."""
+    """``kubectl apply --server-side`` of :data:`CRDS` (kubectl from
+    ``chainloom-dev stack env``)."""
     try:
         applied = subprocess.run(
             ["kubectl", "apply", "--server-side", "--force-conflicts", "-f", str(CRDS)],
@@ -218,7 +219,7 @@ def apply_crds() -> None:
         )  # fmt: skip
     except FileNotFoundError:
         raise SystemExit(
-            'bench/operator: kubectl is not on PATH (eval "$(chainloom stack env)")'
+            'bench/operator: kubectl is not on PATH (eval "$(chainloom-dev stack env)")'
         ) from None
     if applied.returncode != 0:
         raise SystemExit(

@@ -36,8 +36,8 @@ from chainloom.relayer.model import RelayRequest, RetryPolicy
 from chainloom.relayer.tables import MAX_PER_CALL, RelayTables
 from chainloom.relayer.wallet import Wallet
 from chainloom.relayer.worker import Worker, WorkerSettings
-from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.sim_chains import InProcessAdapter
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.sim_chains import InProcessAdapter
 
 TARGET_CHAIN = 2
 # A development key (public test data); the bench never signs with it.

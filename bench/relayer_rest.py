@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from chainloom.relayer.model import RelayRequest
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 SOURCE_CHAIN = 2
 TARGET_CHAIN = 4
@@ -61,11 +61,11 @@ def _redis_url(explicit: str | None) -> str:
     configured = os.environ.get("CHAINLOOM_REDIS__URL")
     if configured:
         return configured
-    from chainloom.stack import manager
+    from chainloom_dev.stack import manager
 
     running = manager.load_state().get("redis")
     if running is None:
-        raise SystemExit("no Redis: run `chainloom stack up` or set CHAINLOOM_REDIS__URL")
+        raise SystemExit("no Redis: run `chainloom-dev stack up` or set CHAINLOOM_REDIS__URL")
     return f"redis://{running.address}/0"
 
 

@@ -1,9 +1,9 @@
 """The Spark jobs against the code they wrap, in one run: ratios, not absolute speed.
 
 Runs against the Bigtable emulator and the Cassandra node of the local stack
-(``eval "$(chainloom stack env)"``). Two comparisons:
+(``eval "$(chainloom-dev stack env)"``). Two comparisons:
 
-1. **vaa-ingest against the bare event-store writer.** ``chainloom vaa generate`` makes the
+1. **vaa-ingest against the bare event-store writer.** ``chainloom-dev vaa generate`` makes the
    inputs (hex lines, the default mix with duplicates and conflicts, dev guardian set 0); every
    timed run gets VAAs generated with its own seed, so no signature cache (the executors' are
    kept for the session's whole life) has seen them. For each width W (``--widths``, default
@@ -65,9 +65,9 @@ TINY = 4
 
 
 def _generate_vaas(count: int, seed: int) -> list[str]:
-    chainloom = str(Path(sys.executable).with_name("chainloom"))
+    chainloom_dev = str(Path(sys.executable).with_name("chainloom-dev"))
     output = subprocess.run(
-        [chainloom, "vaa", "generate", "--count", str(count), "--seed", str(seed)],
+        [chainloom_dev, "vaa", "generate", "--count", str(count), "--seed", str(seed)],
         check=True,
         capture_output=True,
         text=True,
@@ -77,7 +77,7 @@ def _generate_vaas(count: int, seed: int) -> list[str]:
 
 def _generate_ledgers(path: Path, ledgers: int, txs: int, seed: int, vectors: Path) -> None:
     from chainloom.ledger.sources.dump import DumpWriter
-    from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
+    from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
 
     initial = vectors_ledger(vectors, FIRST_LEDGER)
     generator = WorkloadGenerator(initial, seed=seed, txs_per_ledger=txs)
@@ -508,7 +508,7 @@ def main() -> None:
         # Said before the vaa-ingest part, not after it.
         sys.exit(f"no XRPL vectors at {vectors_file}: set CHAINLOOM_VECTORS or --vectors")
     if "vaa-ingest" in jobs and not os.environ.get("BIGTABLE_EMULATOR_HOST"):
-        sys.exit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom stack env)")')
+        sys.exit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom-dev stack env)")')
     from chainloom.eventstore.bigtable import drop_tables
     from chainloom_spark.jobs.ledger_load import DEFAULT_BATCH
 

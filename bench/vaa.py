@@ -23,10 +23,10 @@ from collections.abc import Callable
 
 from coincurve import PublicKey
 
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import SignatureCache, parse_vaa, verify_vaa
 from chainloom.wormhole.hashing import keccak256
 from chainloom.wormhole.vaa import encode_body
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 SIGNERS = 13
 GUARDIANS = 19

@@ -3,9 +3,9 @@
 * Test vectors come from ``../shared/vectors`` (or ``$CHAINLOOM_VECTORS``); tests that need them
   skip with a clear message where they are absent, and fail instead when
   ``CHAINLOOM_REQUIRE_VECTORS=1`` (as ``.ci/run`` sets, since CI has them).
-* Real servers come from the local stack (:mod:`chainloom.stack`). A session starts only the
+* Real servers come from the local stack (:mod:`chainloom_dev.stack`). A session starts only the
   components its tests ask for, reuses any a developer already started with
-  ``chainloom stack up``, and stops only what it started itself.
+  ``chainloom-dev stack up``, and stops only what it started itself.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from chainloom.stack import manager
-from chainloom.stack._model import Running
+from chainloom_dev.stack import manager
+from chainloom_dev.stack._model import Running
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,7 +34,7 @@ SETTINGS_ENV = re.compile(r"CHAINLOOM_[A-Z0-9_]+__[A-Z0-9_]+")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Drop settings that ``eval "$(chainloom stack env)"`` exported into this shell.
+    """Drop settings that ``eval "$(chainloom-dev stack env)"`` exported into this shell.
 
     The environment outranks a settings file, so a ``CHAINLOOM_REDIS__URL`` left in the shell
     would silently redirect every command a test starts with its own settings file. Tests name
@@ -131,7 +131,7 @@ def local_stack() -> Iterator[StackForTests]:
 @contextlib.contextmanager
 def _lease_redis_db() -> Iterator[int]:
     """An exclusive lease (across processes) on one of the databases 1..63."""
-    from chainloom.stack._paths import run_dir
+    from chainloom_dev.stack._paths import run_dir
 
     lock_dir = run_dir() / "redis-db-leases"
     lock_dir.mkdir(exist_ok=True)
@@ -270,7 +270,7 @@ def _state_of(run_dir: Path) -> dict[str, Running]:
 def node_cluster() -> Iterator[NodeCluster]:
     """A stack whose pods run real containers on a real node.
 
-    Uses the node of the current run directory when ``chainloom stack up --node`` started it;
+    Uses the node of the current run directory when ``chainloom-dev stack up --node`` started it;
     else, with ``CHAINLOOM_NODE=1`` (``.ci/run`` sets it), starts one in a private run
     directory (its own control plane: the node's host-wide parts must not meet another
     stack's) and takes it down afterwards, failing if anything of it is left on the machine.
@@ -281,15 +281,15 @@ def node_cluster() -> Iterator[NodeCluster]:
     import sys
     import tempfile
 
-    from chainloom.stack._paths import run_dir
-    from chainloom.stack.components.node import leftovers
+    from chainloom_dev.stack._paths import run_dir
+    from chainloom_dev.stack.components.node import leftovers
 
     state = manager.load_state()
     if "kubelet" in state and manager.status(["kubelet"])[0].healthy:
         yield NodeCluster(run_dir(), state)
         return
     if os.environ.get("CHAINLOOM_NODE") != "1":
-        pytest.skip("no node is up: run 'chainloom stack up --node' or set CHAINLOOM_NODE=1")
+        pytest.skip("no node is up: run 'chainloom-dev stack up --node' or set CHAINLOOM_NODE=1")
     if os.geteuid() != 0:
         pytest.skip("the node needs root (containerd, network namespaces, iptables)")
     private = Path(tempfile.mkdtemp(prefix="chainloom-node-"))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from chainloom.relayer.validation import ValidationPolicy
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, VAA
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 GUARDIANS = DevGuardians()
 SOURCE_CHAIN = 2

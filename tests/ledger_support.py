@@ -19,7 +19,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from chainloom.cli.ledger import ledger
+from chainloom_dev.cli.ledger import ledger as dev_ledger
 
 FIRST = 38129
 """The ledger whose real state (from the vectors) starts every generated dump."""
@@ -29,10 +29,10 @@ Tables = dict[str, list[tuple[Any, ...]]]
 
 
 def generate_dump(vectors_dir: Path, path: Path, *, seed: int, ledgers: int, txs: int) -> int:
-    """Write ledger ``FIRST``'s state and ``ledgers`` generated ledgers (``chainloom ledger
+    """Write ledger ``FIRST``'s state and ``ledgers`` generated ledgers (``chainloom-dev ledger
     generate``); return the last."""
     result = CliRunner().invoke(
-        ledger,
+        dev_ledger,
         ["generate", "--from-state", str(FIRST), "--ledgers", str(ledgers),
          "--txs-per-ledger", str(txs), "--seed", str(seed), "--vectors", str(vectors_dir),
          "--out", str(path), "--json"],

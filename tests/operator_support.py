@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from chainloom.stack._process import free_port
-from chainloom.stack.components.kubernetes import k8s_dir
+from chainloom_dev.net import free_port
+from chainloom_dev.stack.components.kubernetes import k8s_dir
 from tests.conftest import REPO_ROOT
 
 T = TypeVar("T")
@@ -109,8 +109,8 @@ def spark_operator_crds() -> Path:
     Fetched from the Go module proxy (``go mod download``), as the stack fetches its
     components, and copied to ``<cache>/spark-operator-crds-<version>``.
     """
-    from chainloom.stack._paths import cache_dir
-    from chainloom.stack.components._go import go_binary
+    from chainloom_dev.stack._paths import cache_dir
+    from chainloom_dev.stack.components._go import go_binary
 
     target = cache_dir() / f"spark-operator-crds-{SPARK_OPERATOR_VERSION}"
     if all((target / name).is_file() for name in SPARK_CRD_FILES):

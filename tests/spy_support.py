@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from chainloom.relayer.spy_client import Backoff, SpyClient
+from chainloom.spy.client import Backoff, SpyClient
 from tests.ingest_support import signed_transfer
 
 FAST = Backoff(initial=0.05, maximum=0.2)

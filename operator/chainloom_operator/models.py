@@ -28,8 +28,6 @@ from chainloom.eventstore.config import EventStoreSettings
 from chainloom.indexer.config import BatchSettings as IndexerBatchSettings
 from chainloom.indexer.config import IndexerSettings, IndexerSpySettings
 from chainloom.relayer.config import (
-    ChainId,
-    EmitterSettings,
     RelayerSettings,
     RelayerWorkerSettings,
     RelayRedisSettings,
@@ -37,6 +35,7 @@ from chainloom.relayer.config import (
     TokenRule,
 )
 from chainloom.settings import BigtableSettings, CassandraSettings, GuardianSetSettings
+from chainloom.settings.emitters import ChainId, EmitterSettings
 from chainloom.settings.parts import Part
 from chainloom_spark.settings import KubernetesSettings, SparkSettings, WriterSettings
 

@@ -2,7 +2,7 @@
 set -euo pipefail
 cd "$CHAINLOOM_DEMO_DIR"
 chainloom vaa guardian-set --source dev > dev-sets.json
-chainloom vaa generate --count 600 --seed 42 > vaas.txt
+chainloom-dev vaa generate --count 600 --seed 42 > vaas.txt
 echo "generated $(wc -l < vaas.txt) signed VAAs (a mainnet-like mix, with guardian copies and conflicts)"
 echo "-- the first one, decoded and verified (signatures left out):"
 head -n 1 vaas.txt > first.txt

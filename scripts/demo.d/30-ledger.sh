@@ -7,13 +7,13 @@ if [ ! -f "$vectors/xrpl_vectors.json" ]; then
   exit 0
 fi
 cd "$CHAINLOOM_DEMO_DIR"
-chainloom ledger generate --from-state 38129 --ledgers 20 --txs-per-ledger 100 --seed 7 \
+chainloom-dev ledger generate --from-state 38129 --ledgers 20 --txs-per-ledger 100 --seed 7 \
   --vectors "$vectors" --out ledgers.jsonl
 echo "-- into SQLite:"
 chainloom ledger load ledgers.jsonl --sqlite-path ledger.sqlite3 --quiet
 chainloom ledger range --sqlite-path ledger.sqlite3
 echo "-- into Cassandra:"
-# The stack's node comes from `chainloom stack env` (CHAINLOOM_DATABASE__CASSANDRA__*).
+# The stack's node comes from `chainloom-dev stack env` (CHAINLOOM_DATABASE__CASSANDRA__*).
 chainloom ledger load ledgers.jsonl --backend cassandra --keyspace demo_ledger --quiet
 chainloom ledger range --backend cassandra --keyspace demo_ledger
 echo "-- the first objects of the state at the newest ledger (a ledger page walk):"

@@ -21,7 +21,7 @@ export CHAINLOOM_REDIS__URL=$redis_url
 python -c 'import secrets; print(secrets.token_hex(32))' > wallet.key
 chmod 600 wallet.key
 spy_port=$(python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-chainloom spy serve --listen "127.0.0.1:$spy_port" --file vaas.txt --lossless \
+chainloom-dev spy serve --listen "127.0.0.1:$spy_port" --file vaas.txt --lossless \
   --wait-for-subscribers 1 > spy.log 2>&1 &
 chainloom relayer listen --config relayer.yaml --spy "127.0.0.1:$spy_port" > listener.log 2>&1 &
 # Wait until the listener has queued the spy's whole replay (Incoming stops growing).

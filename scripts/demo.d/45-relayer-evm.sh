@@ -9,19 +9,19 @@ if [ "${CHAINLOOM_DEMO_EVM:-1}" = 0 ]; then
   echo "skipped (CHAINLOOM_DEMO_EVM=0)"
   exit 0
 fi
-if ! python -c 'import sys; from chainloom.stack.components.evm import geth_built; sys.exit(not geth_built())'; then
+if ! python -c 'import sys; from chainloom_dev.stack.components.evm import geth_built; sys.exit(not geth_built())'; then
   echo "-- building geth once (Go module proxy, ~20 min; cached for every later run)"
 fi
 # Stop at the end only what this step started.
 geth_was_up=0
-chainloom stack status --json | python -c 'import json, sys; rows = json.load(sys.stdin); sys.exit(not all(any(r["name"] == n and r["healthy"] for r in rows) for n in ("geth-2", "geth-4")))' && geth_was_up=1
+chainloom-dev stack status --json | python -c 'import json, sys; rows = json.load(sys.stdin); sys.exit(not all(any(r["name"] == n and r["healthy"] for r in rows) for n in ("geth-2", "geth-4")))' && geth_was_up=1
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
-  if [ "$geth_was_up" = 0 ]; then chainloom stack down --only geth-2,geth-4 >/dev/null 2>&1 || true; fi
+  if [ "$geth_was_up" = 0 ]; then chainloom-dev stack down --only geth-2,geth-4 >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
-[ "$geth_was_up" = 1 ] || chainloom stack up --only geth
-eval "$(chainloom stack env)"
+[ "$geth_was_up" = 1 ] || chainloom-dev stack up --only geth
+eval "$(chainloom-dev stack env)"
 python -c 'import secrets; print(secrets.token_hex(32))' > evm-wallet.key
 chmod 600 evm-wallet.key
 wallet=$(python -c 'import sys; from eth_account import Account; print(Account.from_key(open(sys.argv[1]).read().strip()).address)' evm-wallet.key)
@@ -33,7 +33,7 @@ echo "-- token bridges deployed: chain 2 at $(python -c 'import json; print(json
 python - <<'PY'
 import json
 import time
-from chainloom.testing.dev_guardians import DevGuardians
+from chainloom_dev.sim.dev_guardians import DevGuardians
 guardians = DevGuardians()
 recipients = ["0x" + f"{n:040x}" for n in (0xA11CE, 0xB0B, 0xCA401)]
 token = bytes(12) + bytes.fromhex("b97ef9ef8734c71904d8002f8b6bc66dd9c48a6e")
@@ -72,7 +72,7 @@ print(json.dumps({
 }))
 PY
 spy_port=$(python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-chainloom spy serve --listen "127.0.0.1:$spy_port" --file evm-vaas.txt --lossless \
+chainloom-dev spy serve --listen "127.0.0.1:$spy_port" --file evm-vaas.txt --lossless \
   --wait-for-subscribers 1 > evm-spy.log 2>&1 &
 chainloom relayer listen --config relayer-evm.json --spy "127.0.0.1:$spy_port" > evm-listener.log 2>&1 &
 incoming() { chainloom relayer queues --json | python -c 'import json, sys; print(sum(json.load(sys.stdin)["tables"]["incoming"].values()))'; }

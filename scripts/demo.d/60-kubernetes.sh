@@ -6,21 +6,21 @@ repo=$PWD
 cd "$CHAINLOOM_DEMO_DIR"
 skip() { echo "kubernetes: skipped: $*"; exit 0; }
 # stack status exits 1 when any component is unhealthy: only the rows matter here.
-status_json() { chainloom stack status --json 2>/dev/null || true; }
+status_json() { chainloom-dev stack status --json 2>/dev/null || true; }
 node_up() {
   status_json |
     python -c 'import json, sys; sys.exit(not any(r["name"] == "kubelet" and r["healthy"] for r in json.load(sys.stdin)))'
 }
 if ! node_up; then
   [ "$(id -u)" = 0 ] || skip "the local node needs root (containerd, iptables, cgroups; docs/stack.md)"
-  echo "starting the local node (chainloom stack up --node: ~1 min once its parts are cached, ~10 min the first time)"
-  chainloom stack up --node > node-up.log 2>&1 || skip "the local node could not start: $(tail -n 1 node-up.log)"
-  eval "$(chainloom stack env)"
+  echo "starting the local node (chainloom-dev stack up --node: ~1 min once its parts are cached, ~10 min the first time)"
+  chainloom-dev stack up --node > node-up.log 2>&1 || skip "the local node could not start: $(tail -n 1 node-up.log)"
+  eval "$(chainloom-dev stack env)"
 fi
 image=${CHAINLOOM_NODE_IMAGE:-chainloom:dev}
 if [ "$image" = chainloom:dev ] && status_json | grep -q "source changed since"; then
-  echo "rebuilding chainloom:dev from this checkout (chainloom stack image)"
-  chainloom stack image > image.log 2>&1
+  echo "rebuilding chainloom:dev from this checkout (chainloom-dev stack image)"
+  chainloom-dev stack image > image.log 2>&1
 fi
 ns=chainloom-demo
 release=demo
@@ -37,7 +37,7 @@ redis_port=$(free_port); relay "$redis_port" "${redis_address%%/*}"
 bigtable_port=$(free_port); relay "$bigtable_port" "$BIGTABLE_EMULATOR_HOST"
 spy_port=$(free_port)
 # A spy replaying the demo's VAAs, for the relayer's listener and the indexer to subscribe to.
-chainloom spy serve --listen "$gateway:$spy_port" --file vaas.txt > k8s-spy.log 2>&1 &
+chainloom-dev spy serve --listen "$gateway:$spy_port" --file vaas.txt > k8s-spy.log 2>&1 &
 
 started=$(date +%s)
 kubectl delete namespace "$ns" --ignore-not-found --wait=true --timeout=180s > /dev/null

@@ -10,7 +10,7 @@ and still tell a malformed VAA from a store outage::
     ├── InputFileError               a file the user named is missing, unreadable or not text
     ├── InvalidBackoffError          a chainloom.backoff.Backoff with impossible settings
     ├── Base58Error                  text that is not base58 in the alphabet given
-    ├── chainloom.stack.errors.StackError
+    ├── chainloom_dev.stack.errors.StackError
     ├── chainloom.wormhole.errors.WormholeError
     ├── chainloom.eventstore.errors.EventStoreError
     ├── chainloom.ledger.errors.LedgerError
@@ -19,7 +19,7 @@ and still tell a malformed VAA from a store outage::
 The two markers carry no behaviour: a package error for an outage also derives from
 :class:`UnavailableError` (``class StoreUnavailableError(EventStoreError, UnavailableError)``),
 one for conflicting data from :class:`ConflictError`, so the CLI's error boundary
-(:mod:`chainloom.cli._boundary`) can give every command the same exit code for the same kind of
+(:mod:`chainloom.cli.boundary`) can give every command the same exit code for the same kind of
 failure without knowing each package's tree. Any other :class:`ChainloomError` is a refusal of
 bad input or configuration.
 """

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chainloom.eventstore.gaps import SequenceRange
 from chainloom.wormhole import chain_name
+from chainloom.wormhole.sequences import SequenceRange
 
 COUNTS = ("found", "new", "updated", "unchanged", "conflicting", "refused", "written")
 """Per-emitter counters of fetched messages, in the order they are printed."""

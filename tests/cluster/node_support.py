@@ -21,10 +21,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from chainloom.stack.components.image import IMAGE
-from chainloom.stack.components.kubernetes import helm_dir
-from chainloom.stack.components.node import NODE_NAME
-from chainloom.testing.dev_guardians import DevGuardians
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.stack.components.image import IMAGE
+from chainloom_dev.stack.components.kubernetes import helm_dir
+from chainloom_dev.stack.components.node import NODE_NAME
 from tests.conftest import REPO_ROOT, NodeCluster
 from tests.operator_support import kubectl, kubectl_json, wait_for
 
@@ -33,7 +33,7 @@ T = TypeVar("T")
 CHART = REPO_ROOT / "charts" / "chainloom"
 
 NODE_IMAGE = os.environ.get("CHAINLOOM_NODE_IMAGE", IMAGE)
-"""The chainloom image the node tests run: ``chainloom:dev`` (what ``chainloom stack image``
+"""The chainloom image the node tests run: ``chainloom:dev`` (what ``chainloom-dev stack image``
 imports), or an image an engineer built from a worktree and imported under another tag, so
 the shared node's image need not be replaced to test a change."""
 

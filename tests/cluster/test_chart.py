@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from chainloom.stack.components.kubernetes import helm_dir, k8s_dir
+from chainloom_dev.stack.components.kubernetes import helm_dir, k8s_dir
 from tests.conftest import REPO_ROOT, StackForTests
 from tests.operator_support import chainloom_crds, kubectl_json, wait_for
 

@@ -6,8 +6,8 @@ import json
 import subprocess
 import time
 
-from chainloom.stack import versions
-from chainloom.stack.components.kubernetes import k8s_dir
+from chainloom_dev.stack import versions
+from chainloom_dev.stack.components.kubernetes import k8s_dir
 from tests.conftest import StackForTests
 
 

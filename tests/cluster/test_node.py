@@ -1,5 +1,5 @@
 """Pods run real containers on the stack's node: the chainloom image, probes, Services, in-cluster
-API access and host networking (``chainloom stack up --node``; docs/stack.md, "The node")."""
+API access and host networking (``chainloom-dev stack up --node``; docs/stack.md, "The node")."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 import uuid
 from typing import Any
 
-from chainloom.stack import versions
-from chainloom.stack.components.node import NODE_NAME
+from chainloom_dev.stack import versions
+from chainloom_dev.stack.components.node import NODE_NAME
 from tests.cluster.node_support import NODE_IMAGE as IMAGE
 from tests.conftest import NodeCluster
 

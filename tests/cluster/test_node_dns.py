@@ -8,9 +8,9 @@ import os
 import subprocess
 import sys
 
-from chainloom.stack import versions
-from chainloom.stack.components.dns import CLUSTER_DNS_IP, ENDPOINT_SLICE_NAME
-from chainloom.stack.components.kubernetes import KUBERNETES_SERVICE_IP
+from chainloom_dev.stack import versions
+from chainloom_dev.stack.components.dns import CLUSTER_DNS_IP, ENDPOINT_SLICE_NAME
+from chainloom_dev.stack.components.kubernetes import KUBERNETES_SERVICE_IP
 from tests.cluster.node_support import node_gateway, run_pod
 from tests.conftest import NodeCluster
 
@@ -82,7 +82,7 @@ def test_stack_status_shows_cluster_dns_healthy_with_its_version(
 ) -> None:
     env = {**os.environ, "CHAINLOOM_RUN": str(node_cluster.run_dir)}
     status = subprocess.run(
-        [sys.executable, "-m", "chainloom", "stack", "status", "--json"],
+        [sys.executable, "-m", "chainloom_dev", "stack", "status", "--json"],
         env=env,
         capture_output=True,
         text=True,

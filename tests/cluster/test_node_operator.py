@@ -21,9 +21,9 @@ import yaml
 
 from chainloom.relayer.model import Table
 from chainloom.relayer.tables import RelayTables
-from chainloom.stack.components.node import NODE_NAME
-from chainloom.testing.sim_chains import RedisLedgerAdapter, SimChainRules
 from chainloom.wormhole import VAA, GuardianSets
+from chainloom_dev.sim.sim_chains import RedisLedgerAdapter, SimChainRules
+from chainloom_dev.stack.components.node import NODE_NAME
 from tests.cluster.node_support import (
     NODE_IMAGE,
     ON_THE_NODE,
@@ -268,7 +268,7 @@ def test_a_relayer_pool_relays_on_the_node_and_a_deleted_worker_loses_nothing(
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_")}
     with spy_log.open("wb") as log:  # the child keeps its own descriptor
         spy = subprocess.Popen(
-            [sys.executable, "-m", "chainloom", "spy", "serve", "--listen",
+            [sys.executable, "-m", "chainloom_dev", "spy", "serve", "--listen",
              f"{gateway}:{spy_port}", "--stdin", "--lossless", "--wait-for-subscribers", "1"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, env=env,
         )  # fmt: skip

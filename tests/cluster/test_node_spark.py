@@ -26,15 +26,15 @@ from chainloom.eventstore.config import EventStoreSettings
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.service import locate
 from chainloom.settings import BigtableSettings
-from chainloom.stack._model import SilentProgress
-from chainloom.stack.components.image import build_image, import_if_changed
-from chainloom.stack.components.node import NODE_NAME
-from chainloom.stack.components.spark_image import (
+from chainloom.wormhole import parse_vaa
+from chainloom_dev.stack._model import SilentProgress
+from chainloom_dev.stack.components.image import build_image, import_if_changed
+from chainloom_dev.stack.components.node import NODE_NAME
+from chainloom_dev.stack.components.spark_image import (
     SPARK_IMAGE,
     SPARK_IMAGE_REFERENCE,
     SPARK_RECIPE,
 )
-from chainloom.wormhole import parse_vaa
 from tests.cluster.node_support import NODE_IMAGE
 from tests.conftest import NodeCluster
 from tests.operator_support import (

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from chainloom.stack._process import free_port
+from chainloom_dev.net import free_port
 from tests.conftest import REPO_ROOT, StackForTests
 from tests.operator_support import (
     OperatorProcess,

@@ -1,7 +1,9 @@
-"""Every ``chainloom`` subcommand, fed bad input or an unreachable server, fails in one line.
+"""Every ``chainloom`` and ``chainloom-dev`` subcommand, fed bad input or an unreachable server,
+fails in one line.
 
 The command tree is walked programmatically, so a new command or option is swept without
-touching this file. Each case runs ``python -m chainloom ...`` as a real process (a thread
+touching this file. Each case runs ``python -m chainloom ...`` (``python -m chainloom_dev ...``
+for the dev kit's commands) as a real process (a thread
 pool keeps the whole sweep to tens of seconds) and fails on a traceback, on an exit code
 outside docs/exit-codes.md, on a code other than the one the case expects, or on a message
 that does not name the file it was about. Cases:
@@ -37,6 +39,7 @@ import click
 import pytest
 
 from chainloom.cli._main import main
+from chainloom_dev.cli._main import main as dev_main
 
 EXIT_CODES = {0, 1, 2, 3, 4, 130}
 """The table of docs/exit-codes.md."""
@@ -143,6 +146,8 @@ class Command:
     """Its own parameters."""
     inherited: tuple[click.Parameter, ...]
     """Parameters of the groups above it."""
+    program: str = "chainloom"
+    """The module ``python -m`` runs it with (``chainloom`` or ``chainloom_dev``)."""
 
     @property
     def name(self) -> str:
@@ -179,21 +184,36 @@ class Result:
 
 
 def commands() -> list[Command]:
-    """Every leaf command under ``chainloom``, found by walking the click groups."""
+    """Every leaf command under ``chainloom`` and ``chainloom-dev``, found by walking the click
+    groups (no leaf has the same words in both)."""
     found: list[Command] = []
 
-    def walk(group: click.Group, path: tuple[str, ...], inherited: tuple[click.Parameter, ...]):
+    def walk(
+        group: click.Group,
+        path: tuple[str, ...],
+        inherited: tuple[click.Parameter, ...],
+        program: str,
+    ):
         context = click.Context(group)
         for name in group.list_commands(context):
             command = group.get_command(context, name)
             assert command is not None, f"{' '.join((*path, name))} is listed but not found"
             if isinstance(command, click.Group):
-                walk(command, (*path, name), (*inherited, *command.params))
+                walk(command, (*path, name), (*inherited, *command.params), program)
             else:
-                found.append(Command((*path, name), tuple(command.params), inherited))
+                found.append(Command((*path, name), tuple(command.params), inherited, program))
 
-    walk(main, (), ())
+    for program, root in (("chainloom", main), ("chainloom_dev", dev_main)):
+        walk(root, (), (), program)
     return found
+
+
+def program_of(argv: tuple[str, ...]) -> str:
+    """The module that runs ``argv`` (its leading words name one command of one program)."""
+    for command in COMMANDS:
+        if argv[: len(command.path)] == command.path:
+            return command.program
+    return "chainloom"
 
 
 # ------------------------------------------------------------------------------- inputs
@@ -405,6 +425,7 @@ def a_signed_vaa() -> str:
     return str(vectors[0]["hex"]) + "\n"
 
 
+COMMANDS = commands()
 ALL_CASES = list(cases())
 
 
@@ -423,7 +444,7 @@ def run(case: Case, scratch: Path, dump: Path) -> Result:
     env |= dict(case.env)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "chainloom", *case.argv],
+            [sys.executable, "-m", program_of(case.argv), *case.argv],
             check=False,
             input=case.stdin,
             capture_output=True,
@@ -447,7 +468,7 @@ def results(tmp_path_factory: pytest.TempPathFactory, vectors_dir: Path) -> dict
     dump = scratch / DUMP
     subprocess.run(
         [
-            *(sys.executable, "-m", "chainloom", "ledger", "generate", "--ledgers", "1"),
+            *(sys.executable, "-m", "chainloom_dev", "ledger", "generate", "--ledgers", "1"),
             *("--txs-per-ledger", "1", "--vectors", str(vectors_dir), "--out", str(dump)),
         ],
         check=True,
@@ -477,7 +498,8 @@ def test_the_sweep_covers_every_command():
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in ALL_CASES])
 def test_fails_in_one_line(case: Case, results: dict[str, Result]) -> None:
     result = results[case.id]
-    shown = f"chainloom {' '.join(case.argv)}\n--- exit {result.code} ---\n{result.output[-3000:]}"
+    command = f"{program_of(case.argv)} {' '.join(case.argv)}"
+    shown = f"{command}\n--- exit {result.code} ---\n{result.output[-3000:]}"
     assert result.code is not None, f"still running after {CASE_TIMEOUT}s:\n{shown}"
     assert "Traceback" not in result.output, shown
     assert result.code in EXIT_CODES, shown
@@ -492,7 +514,7 @@ def test_an_interrupted_command_exits_130_in_one_line(signum: signal.Signals, tm
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_")}
     argv = ["spy", "subscribe", "--address", CLOSED, "--connect-timeout", "0"]
     with subprocess.Popen(
-        [sys.executable, "-m", "chainloom", *argv],
+        [sys.executable, "-m", "chainloom_dev", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

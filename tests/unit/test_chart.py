@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from chainloom.stack.components.kubernetes import helm_dir
+from chainloom_dev.stack.components.kubernetes import helm_dir
 from chainloom_operator.config import OperatorSettings
 from tests.conftest import REPO_ROOT
 
@@ -22,7 +22,7 @@ CHART = REPO_ROOT / "charts" / "chainloom"
 HELM = helm_dir() / "bin" / "helm"
 
 pytestmark = pytest.mark.skipif(
-    not HELM.exists(), reason="helm is not cached: chainloom stack up --only helm"
+    not HELM.exists(), reason="helm is not cached: chainloom-dev stack up --only helm"
 )
 
 

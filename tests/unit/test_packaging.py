@@ -91,3 +91,26 @@ def test_the_library_imports_no_package_of_an_extra() -> None:
                 continue
             found += [f"{path}: {n}" for n in names if n.split(".")[0] in modules]
     assert found == [], "move the package from its extra to the dependencies, or the import out"
+
+
+def test_the_wheel_holds_only_the_product(tmp_path) -> None:
+    """A wheel built from pyproject.toml has the three product packages and nothing of the dev
+    kit (the local stack, the simulators, ``chainloom-dev``)."""
+    import zipfile
+
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+         "--wheel-dir", str(tmp_path), str(REPO_ROOT)],
+        capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("chainloom-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/", 1)[0] for name in names if not name.startswith("chainloom-")}
+    assert tops == {"chainloom", "chainloom_operator", "chainloom_spark"}
+    for name in names:
+        assert not name.startswith(("chainloom_dev", "chainloom/stack/", "chainloom/testing/")), name
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    declared = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "chainloom-dev" not in declared
+    assert "chainloom = chainloom.cli:main" in declared

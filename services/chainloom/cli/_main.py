@@ -1,103 +1,38 @@
-"""The root ``chainloom`` group, and the error boundary every subcommand runs under.
+"""The root ``chainloom`` group.
 
 Each subcommand group lives in its own module (``chainloom.cli.<name>``) and is imported only
 when it is invoked, so ``chainloom --help`` and ``chainloom vaa decode`` do not pay for loading
 the Bigtable, Cassandra or Spark clients.
 
-Whatever a subcommand raises and does not handle ends here: :mod:`chainloom.cli._boundary`
+Whatever a subcommand raises and does not handle ends here: :mod:`chainloom.cli.boundary`
 turns it into one line and an exit code of docs/exit-codes.md, so no command shows a
 traceback. click's own exits (usage errors, ``--help``, ``sys.exit``) pass through untouched.
 """
 
 from __future__ import annotations
 
-import importlib
-import signal
-import threading
-from types import FrameType
 from typing import Any
 
 import click
 
-# name -> (module, attribute, one-line help shown by `chainloom --help`)
-SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
-    "stack": ("chainloom.cli.stack", "stack", "Install, start, inspect and stop the local stack."),
-    "vaa": ("chainloom.cli.vaa", "vaa", "Decode, verify and generate Wormhole VAAs."),
+from chainloom.cli.lazy import LazyGroup, Subcommands
+
+SUBCOMMANDS: Subcommands = {
+    "vaa": ("chainloom.cli.vaa", "vaa", "Decode and verify Wormhole VAAs, print guardian sets."),
     "events": ("chainloom.cli.events", "events", "The Wormhole event store on Bigtable."),
     "ledger": ("chainloom.cli.ledger", "ledger", "The XRP Ledger history backend."),
-    "spy": ("chainloom.cli.spy", "spy", "A guardian-spy-compatible gRPC server."),
     "relayer": ("chainloom.cli.relayer", "relayer", "The token-bridge relayer."),
     "indexer": ("chainloom.cli.indexer", "indexer", "The streaming indexer (spy -> event store)."),
     "config": ("chainloom.cli.config", "config", "Settings: JSON Schema and effective values."),
     "spark": ("chainloom.cli.spark", "spark", "Run the Spark jobs, or render them for Kubernetes."),
     "operator": ("chainloom.cli.operator", "operator", "The Kubernetes operator and its CRDs."),
-    "evm": ("chainloom.cli.evm", "evm", "The project's contracts on EVM chains: compile, deploy."),
+    "evm": ("chainloom.cli.evm", "evm", "Put the project's contracts on an EVM chain."),
 }
 
 
-class LazyGroup(click.Group):
-    """A click group that imports a subcommand's module only when that subcommand runs,
-    and runs it under the error boundary."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(SUBCOMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        entry = SUBCOMMANDS.get(cmd_name)
-        if entry is None:
-            return None
-        module_name, attribute, _ = entry
-        command = getattr(importlib.import_module(module_name), attribute)
-        if not isinstance(command, click.Command):
-            raise TypeError(f"{module_name}.{attribute} is not a click command")
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, SUBCOMMANDS[name][2]) for name in self.list_commands(ctx)]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-    def invoke(self, ctx: click.Context) -> Any:
-        from chainloom.cli._boundary import report
-
-        restore = _terminate_as_interrupt()
-        try:
-            return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
-            raise
-        except BrokenPipeError:
-            raise  # click's main() ends quietly when stdout's reader has gone
-        except (Exception, KeyboardInterrupt) as error:
-            ctx.exit(report(error))
-        finally:
-            restore()
-
-
-def _terminate_as_interrupt() -> Any:
-    """Let SIGTERM stop a command the way SIGINT does (exit 130, cleanup runs).
-
-    Only when SIGTERM still has its default action: commands that install their own handler
-    (servers, workers) keep it. Returns a function restoring the previous handler.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return lambda: None
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        del signum, frame
-        if callable(signal.getsignal(signal.SIGINT)):
-            # Whoever handles SIGINT now (Python's KeyboardInterrupt, or asyncio.run, which
-            # cancels its main task cleanly) handles this SIGTERM the same way.
-            signal.raise_signal(signal.SIGINT)
-        else:
-            raise KeyboardInterrupt  # SIGINT ignored (a background job): still stop
-
-    signal.signal(signal.SIGTERM, interrupt)
-    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup, subcommands=SUBCOMMANDS, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.version_option(package_name="chainloom")
 def main(**_: Any) -> None:
     """chainloom: index and relay Wormhole and XRP Ledger data, on Kubernetes or a laptop."""

@@ -11,7 +11,7 @@ import json
 
 import click
 
-from chainloom.cli._settings import fail, load_or_exit
+from chainloom.cli.options import fail, load_or_exit
 from chainloom.settings.registry import SERVICES
 
 

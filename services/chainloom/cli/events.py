@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from chainloom.cli._common import ExitCode
-from chainloom.cli._settings import config_option, fail, load_or_exit
+from chainloom.cli.common import ExitCode
+from chainloom.cli.options import config_option, fail, load_or_exit
 
 if TYPE_CHECKING:
     from chainloom.eventstore.backfill import FillReport
@@ -195,7 +195,7 @@ def put(
     unavailable it prints what was stored so far and exits 4: running the same put again
     resumes it (putting is idempotent; rows already stored count as unchanged).
     """
-    from chainloom.cli._common import each_input, load_guardian_sets, preview
+    from chainloom.cli.common import each_input, load_guardian_sets, preview
     from chainloom.eventstore.errors import (
         EventStoreError,
         StoreUnavailableError,
@@ -430,8 +430,8 @@ def counts(
 
 
 def _emitter_option(emitter: str | None) -> str | None:
-    from chainloom.eventstore.errors import MessageKeyError
     from chainloom.eventstore.keys import normalize_emitter
+    from chainloom.wormhole.errors import MessageKeyError
 
     if emitter is None:
         return None
@@ -519,7 +519,7 @@ def backfill(
     attempts and last error. What stays missing is listed; it does not fail the command.
     Exits 4 when the store (or, with gaps to fill, every endpoint) is unreachable.
     """
-    from chainloom.cli._common import load_guardian_sets
+    from chainloom.cli.common import load_guardian_sets
     from chainloom.eventstore.backfill import GapStateRows, fill_gaps, find_gaps
     from chainloom.eventstore.writer import EventWriter
     from chainloom.publicrpc import EndpointConfigError, PublicRpcClient

@@ -13,34 +13,12 @@ from typing import Any
 
 import click
 
-from chainloom.cli._settings import fail
+from chainloom.cli.options import fail
 
 
 @click.group()
 def evm() -> None:
     """The project's Wormhole-style contracts on EVM chains (docs/evm.md)."""
-
-
-@evm.command()
-@click.option("--check", is_flag=True, help="Only compare with the committed artifacts (exit 1).")
-def compile(check: bool) -> None:
-    """Compile the Solidity sources with solcjs into contracts/artifacts.json."""
-    from chainloom.evm.compile import compile_contracts, contracts_dir, render
-    from chainloom.stack._model import SilentProgress
-    from chainloom.stack.components.evm import install_solc
-
-    solcjs = install_solc(SilentProgress())
-    built = render(compile_contracts(solcjs))
-    path = contracts_dir() / "artifacts.json"
-    current = path.read_text() if path.exists() else ""
-    if check:
-        if built != current:
-            click.echo(f"{path} differs from a fresh build: run 'chainloom evm compile'", err=True)
-            raise SystemExit(1)
-        click.echo(f"{path} is up to date")
-        return
-    path.write_text(built)
-    click.echo(f"wrote {path}")
 
 
 def _emitter(text: str) -> tuple[int, bytes]:
@@ -106,7 +84,7 @@ def deploy(  # noqa: PLR0917 (click passes every option)
     as_json: bool,
 ) -> None:
     """Deploy ChainloomCore + ChainloomTokenBridge, install guardian sets, register emitters."""
-    from chainloom.cli._common import load_guardian_sets
+    from chainloom.cli.common import load_guardian_sets
     from chainloom.evm import deploy as deployment
     from chainloom.relayer.errors import WalletError
     from chainloom.relayer.wallet import Wallet

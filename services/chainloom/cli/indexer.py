@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from chainloom.cli._settings import config_option, fail, load_or_exit
+from chainloom.cli.options import config_option, fail, load_or_exit
 
 if TYPE_CHECKING:
     from chainloom.indexer.service import Started

@@ -1,8 +1,7 @@
 """``chainloom ledger``: load XRP Ledger history into a backend and read it back.
 
-``load`` runs the ETL from a dump file (or rippled's gRPC API) into SQLite or Cassandra,
-``generate`` writes a dump of synthetic mainnet-shaped ledgers, ``replay`` serves a dump over
-rippled's gRPC API, and the read commands (``range``, ``header``, ``objects``, ``account-tx``,
+``load`` runs the ETL from a dump file (or rippled's gRPC API) into SQLite or Cassandra, and
+the read commands (``range``, ``header``, ``objects``, ``account-tx``,
 ``nft``) query what was stored. Every command takes ``--json``; bad input exits 2 with one line
 naming it.
 """
@@ -20,8 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from chainloom.cli._common import check_input_file, resolve_vectors_file
-from chainloom.cli._settings import config_option, load_or_exit
+from chainloom.cli.common import check_input_file
+from chainloom.cli.options import config_option, load_or_exit
 
 if TYPE_CHECKING:
     from chainloom.ledger.backend import BackendInterface
@@ -64,7 +63,7 @@ def _guard(function: F) -> F:
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from chainloom.cli._boundary import report
+        from chainloom.cli.boundary import report
         from chainloom.errors import ChainloomError
 
         try:
@@ -127,7 +126,7 @@ def _emit(as_json: bool, data: Any, lines: list[str]) -> None:
 
 @click.group()
 def ledger() -> None:
-    """The XRP Ledger history backend: load, generate, replay and read ledgers."""
+    """The XRP Ledger history backend: load ledgers and read them back."""
 
 
 # ------------------------------------------------------------------------------- load
@@ -465,106 +464,3 @@ def api(host: str, port: int, workers: int, max_pending: int, **options: Any) ->
         raise LedgerConfigError(f"cannot listen on {host}:{port}: {error.strerror}") from None
     finally:
         backend.close()
-
-
-# ------------------------------------------------------------------------------- generate, replay
-
-
-@ledger.command()
-@click.option("--from-state", "from_state", type=int, default=38129, show_default=True)
-@click.option("--ledgers", type=click.IntRange(0), default=10, show_default=True)
-@click.option("--txs-per-ledger", type=click.IntRange(1), default=100, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--vectors",
-    type=click.Path(path_type=Path),
-    envvar="CHAINLOOM_VECTORS",
-    help="xrpl_vectors.json or its directory (default: ../shared/vectors beside the source "
-    "checkout).",
-)
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="Dump file to write.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@_guard
-def generate(
-    *,
-    from_state: int,
-    ledgers: int,
-    txs_per_ledger: int,
-    seed: int,
-    vectors: Path | None,
-    out: Path,
-    as_json: bool,
-) -> None:
-    """Write a dump: a real state from the vectors, then N generated ledgers."""
-    from chainloom.ledger.sources.dump import DumpWriter
-    from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
-
-    vectors_file = resolve_vectors_file(vectors, "xrpl_vectors.json")
-    initial = vectors_ledger(vectors_file, from_state)
-    generator = WorkloadGenerator(initial, seed=seed, txs_per_ledger=txs_per_ledger)
-    started = time.monotonic()
-    transactions = changes = 0
-    with DumpWriter(out) as writer:
-        writer.write(initial, from_state)
-        last = from_state
-        for sequence, record in generator.ledgers(ledgers):
-            writer.write(record, sequence)
-            transactions += len(record.transactions)
-            changes += len(record.objects)
-            last = sequence
-    data = {
-        "out": str(out),
-        "first": from_state,
-        "last": last,
-        "ledgers": ledgers,
-        "transactions": transactions,
-        "object_changes": changes,
-        "seconds": round(time.monotonic() - started, 3),
-    }
-    _emit(
-        as_json,
-        data,
-        [
-            f"wrote {out}: state of {from_state} + {ledgers} ledgers "
-            f"({transactions} transactions, {changes} object changes)"
-        ],
-    )
-
-
-@ledger.command()
-@click.argument("dump", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--listen", default="127.0.0.1:50051", show_default=True, help="host:port")
-@click.option(
-    "--interval",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Seconds between releasing ledgers (0 = all at once), like a live network.",
-)
-@_guard
-def replay(dump: Path, listen: str, interval: float) -> None:
-    """Serve a dump over rippled's gRPC API (org.xrpl.rpc.v1) until interrupted."""
-    from chainloom.testing.ledger_replay import ReplayServer
-
-    check_input_file(dump, option="DUMP")
-    server = ReplayServer(dump, interval=interval)
-
-    def stop(signum: int, frame: object) -> None:
-        del signum, frame
-        server.stop()
-
-    # Handlers of our own: SIGTERM is how Kubernetes stops a pod, and a SIGINT that the parent
-    # shell set to "ignored" (background jobs of a script) must still stop the server.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, stop)
-    port = server.start(listen)
-    click.echo(f"replaying {dump} on {listen.rpartition(':')[0]}:{port}", err=True)
-    try:
-        server.wait()
-    finally:
-        server.stop()

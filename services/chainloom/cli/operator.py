@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from chainloom.cli._settings import config_option, fail, load_or_exit
+from chainloom.cli.options import config_option, fail, load_or_exit
 
 DEFAULT_CRD_DIRS = ("crds", "charts/chainloom/crds")
 """Where the generated CRDs live, relative to the repository root."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from chainloom.cli._settings import config_option, fail, load_or_exit
+from chainloom.cli.options import config_option, fail, load_or_exit
 from chainloom.cli.relayer_listen import listen
 
 if TYPE_CHECKING:
@@ -111,11 +111,11 @@ def _redis_options(function: Any) -> Any:
 @_redis_options
 def work(*, chain: str, wallet_file: str, **options: Any) -> None:
     """Run one worker for {CHAIN + the wallet in WALLET_FILE} until SIGTERM or SIGINT."""
+    from chainloom import extensions
     from chainloom.relayer.errors import RelayerError
     from chainloom.relayer.service import AdapterFactory, run_worker, worker_chain
     from chainloom.relayer.wallet import Wallet
     from chainloom.telemetry import configure_logging
-    from chainloom.testing.sim_chains import simulated_adapters
 
     flags = {f"worker.{name}": options[name] for name in (
         "adapter", "max_retries", "lease_ttl", "batch", "idle_sleep", "recheck", "reap_every",
@@ -142,7 +142,9 @@ def work(*, chain: str, wallet_file: str, **options: Any) -> None:
 
         adapters = evm_adapters(settings.evm_chains)
     else:
-        adapters = simulated_adapters(settings.worker.adapter)
+        adapters = extensions.load(
+            extensions.CHAIN_ADAPTERS, settings.worker.adapter, what="worker.adapter"
+        )
     try:
         run_worker(settings, chain_id, wallet, adapters)
     except RelayerError as error:

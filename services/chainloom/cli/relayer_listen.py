@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from chainloom.cli._settings import config_option, fail, load_or_exit
+from chainloom.cli.options import config_option, fail, load_or_exit
 
 
 @click.command()
@@ -33,12 +33,12 @@ from chainloom.cli._settings import config_option, fail, load_or_exit
 @click.option("--threads", type=int, help="Intake threads (intake_threads).")
 def listen(**options: Any) -> None:
     """Validate VAAs from the spy and the REST endpoint and queue them for the workers."""
+    from chainloom import extensions
     from chainloom.relayer.config import RelayerSettings
     from chainloom.relayer.errors import RelayerError
     from chainloom.relayer.listener import Listener
     from chainloom.relayer.service import run_listener
     from chainloom.telemetry import configure_logging
-    from chainloom.testing.sim_chains import simulated_adapters
 
     flags = {
         "redis.url": options["redis_url"],
@@ -63,7 +63,9 @@ def listen(**options: Any) -> None:
 
     try:
         redeem_check = (
-            simulated_adapters("redis-sim") if settings.redeem_check == "redis-sim" else None
+            extensions.load(extensions.CHAIN_ADAPTERS, "redis-sim", what="redeem_check")
+            if settings.redeem_check == "redis-sim"
+            else None
         )
         run_listener(settings, redeem_check=redeem_check, on_started=started)
     except RelayerError as error:

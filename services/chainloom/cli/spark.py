@@ -18,7 +18,7 @@ import sys
 
 import click
 
-from chainloom.cli._settings import config_option, fail, load_or_exit
+from chainloom.cli.options import config_option, fail, load_or_exit
 from chainloom_spark.jobs import JOBS
 
 JOB_CHOICE = click.Choice(sorted(JOBS))

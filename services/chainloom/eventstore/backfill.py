@@ -5,13 +5,13 @@ Three callers fill gaps and must agree on what a gap is and how it is filled: th
 streaming indexer (as it runs). They share:
 
 * :func:`scan_emitter` - one emitter's stored sequences (row keys only) through the
-  :class:`~chainloom.eventstore.gaps.SequenceTracker`, and the missing ranges, capped;
+  :class:`~chainloom.wormhole.sequences.SequenceTracker`, and the missing ranges, capped;
 * :func:`fetch_missing` - each missing sequence asked of the public API through
   :class:`~chainloom.publicrpc.PublicRpcClient` (found / not found / error);
 * :func:`find_gaps` and :func:`fill_gaps` - ``chainloom events gaps`` and ``events
   backfill``: the saved state when there is one, else the store scanned; what is found
   written by the event writer, the rest kept with its reason;
-* :class:`GapStateRows` - the streaming :class:`~chainloom.eventstore.gaps.GapBook` kept in the
+* :class:`GapStateRows` - the streaming :class:`~chainloom.wormhole.sequences.GapBook` kept in the
   index table, one row per emitter under the ``gaps:`` prefix (why there: docs/indexer.md).
 
 What is fetched is written by the event writer exactly as any other input (verified, with
@@ -30,13 +30,18 @@ import orjson
 from chainloom.eventstore import keys
 from chainloom.eventstore.bigtable import BigtableTables, endpoint
 from chainloom.eventstore.errors import StoreUnavailableError, UnverifiedVAAError
-from chainloom.eventstore.gaps import GapBook, OpenGap, SequenceRange, SequenceTracker
-from chainloom.eventstore.keys import MAX_SEQUENCE
 from chainloom.eventstore.planner import IndexEntry
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
 from chainloom.publicrpc import FetchResult, FetchStatus, PublicRpcClient
 from chainloom.wormhole.errors import WormholeError
+from chainloom.wormhole.sequences import (
+    MAX_SEQUENCE,
+    GapBook,
+    OpenGap,
+    SequenceRange,
+    SequenceTracker,
+)
 
 STATE_QUALIFIER = "state"
 """The index-table column of a ``gaps:`` row holding the emitter's JSON state."""

@@ -2,11 +2,11 @@
 
 Malformed and unverifiable VAAs are refused with the core library's own errors
 (:mod:`chainloom.wormhole.errors`); the errors here are about the store itself: a key a user
-typed that is not a message id, a table that is not there, a Bigtable outage that outlived the
-retries, a price source that cannot answer::
+typed that is not a message id (:class:`chainloom.wormhole.errors.MessageKeyError`, since a
+message id is the Wormhole core's), a table that is not there, a Bigtable outage that outlived
+the retries, a price source that cannot answer::
 
     EventStoreError
-    ├── MessageKeyError        text that is not CHAIN/EMITTER/SEQ or a row key
     ├── StoreConfigError       project / instance / table missing from options and environment
     ├── TableMissingError      the events or index table does not exist (run `events init`)
     ├── StoreUnavailableError  Bigtable unreachable or failing past the deadline (CLI exit 4)
@@ -21,15 +21,6 @@ from chainloom.errors import ChainloomError, UnavailableError
 
 class EventStoreError(ChainloomError):
     """Base class of the event store's errors."""
-
-
-class MessageKeyError(EventStoreError, ValueError):
-    """A message id or row key could not be parsed."""
-
-    def __init__(self, text: str, reason: str) -> None:
-        super().__init__(f"{text!r} is not a message id: {reason}")
-        self.text = text
-        self.reason = reason
 
 
 class StoreConfigError(EventStoreError):

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from chainloom.eventstore.errors import MessageKeyError
+from chainloom.wormhole.errors import MessageKeyError
+from chainloom.wormhole.sequences import MAX_SEQUENCE
 
 SEQUENCE_MIN_WIDTH = 16
 """The row key pads sequences to at least this many digits (``%016d``)."""
@@ -27,7 +28,6 @@ SEQUENCE_MIN_WIDTH = 16
 SEQUENCE_MAX_WIDTH = 20
 """A uint64 has at most 20 decimal digits."""
 
-MAX_SEQUENCE = 2**64 - 1
 MAX_CHAIN = 2**16 - 1
 MAX_TIMESTAMP = 2**32 - 1
 

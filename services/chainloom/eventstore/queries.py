@@ -17,9 +17,10 @@ from google.cloud.bigtable.data import row_filters as rf
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.encoding import decode_signature_list, decode_value
-from chainloom.eventstore.keys import MAX_SEQUENCE, MessageKey
+from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.planner import RowSnapshot
 from chainloom.eventstore.schema import Q
+from chainloom.wormhole.sequences import MAX_SEQUENCE
 
 
 @dataclass(frozen=True, slots=True)

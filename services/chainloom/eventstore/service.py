@@ -1,6 +1,6 @@
 """Opening the event store from its settings: the one way every entry point reaches it.
 
-The CLI (``chainloom events``, ``chainloom spy serve --from-events``), the operator's pods and
+The CLI (``chainloom events``, ``chainloom-dev spy serve --from-events``), the operator's pods and
 the Spark jobs call :func:`open_store` (or :func:`locate` for administration), so the emulator
 defaults and the "project not set" error are the same everywhere.
 """

@@ -3,7 +3,7 @@
 Why a standard-JSON build with fixed settings: the artifacts are committed and a test
 recompiles them, so the build must be reproducible byte for byte (same compiler, optimizer
 settings, EVM version and no metadata hash that depends on the machine's paths). solcjs is
-installed into the stack's cache (``chainloom stack up --only solc``); this module is given
+installed into the stack's cache (``chainloom-dev stack up --only solc``); this module is given
 its path and never installs anything.
 """
 
@@ -96,7 +96,7 @@ def load_artifacts() -> dict[str, Any]:
     try:
         document: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError) as error:
-        raise ArtifactError(f"{path}: {error}; run 'chainloom evm compile'") from None
+        raise ArtifactError(f"{path}: {error}; run 'chainloom-dev evm compile'") from None
     return document
 
 
@@ -104,5 +104,5 @@ def contract(name: str) -> tuple[list[dict[str, Any]], str]:
     """ABI and creation bytecode of one committed contract."""
     entry = load_artifacts()["contracts"].get(name)
     if entry is None:
-        raise ArtifactError(f"no artifact for {name}; run 'chainloom evm compile'")
+        raise ArtifactError(f"no artifact for {name}; run 'chainloom-dev evm compile'")
     return entry["abi"], entry["bytecode"]

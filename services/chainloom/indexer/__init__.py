@@ -9,7 +9,7 @@ Layers, from pure to wired:
   bounded buffer -> batched writes), written against small Protocols;
 * :mod:`~chainloom.indexer.probes` - ``/healthz``, ``/readyz`` and ``/metrics`` over HTTP;
 * :mod:`~chainloom.indexer.gapfill` - gap detection and recovery: a
-  :class:`~chainloom.eventstore.gaps.GapBook` observes every write, overdue holes are fetched
+  :class:`~chainloom.wormhole.sequences.GapBook` observes every write, overdue holes are fetched
   from the public API and fed back through the pipeline, the state kept in ``gaps:`` rows;
 * :mod:`~chainloom.indexer.service` - builds all of it from
   :class:`~chainloom.indexer.config.IndexerSettings` and runs it until SIGTERM.

@@ -30,7 +30,6 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from chainloom.relayer.config import EmitterSettings
 from chainloom.settings import (
     BackoffSettings,
     BigtableSettings,
@@ -38,6 +37,7 @@ from chainloom.settings import (
     PublicRpcSettings,
     ServiceSettings,
 )
+from chainloom.settings.emitters import EmitterSettings
 from chainloom.settings.parts import Part
 
 
@@ -64,7 +64,7 @@ class IndexerSpySettings(Part):
     address: str = Field(
         default="127.0.0.1:7073",
         pattern=r"^[^:]+:\d+$",
-        description="host:port of a guardian spy (or `chainloom spy serve`).",
+        description="host:port of a guardian spy (or `chainloom-dev spy serve`).",
     )
     emitters: tuple[EmitterSettings, ...] = Field(
         default=(),

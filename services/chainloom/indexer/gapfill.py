@@ -2,7 +2,7 @@
 
 Why it works this way:
 
-* **Seen means stored.** The :class:`~chainloom.eventstore.gaps.GapBook` is one of the
+* **Seen means stored.** The :class:`~chainloom.wormhole.sequences.GapBook` is one of the
   pipeline's observers, so it hears of a sequence only once its write returned; a hole is a
   message the store lacks, not one in flight.
 * **Fetched VAAs take the spy's path.** An overdue hole's sequences are asked of the public
@@ -33,10 +33,10 @@ from opentelemetry import trace
 
 from chainloom import telemetry
 from chainloom.eventstore.errors import EventStoreError
-from chainloom.eventstore.gaps import GapBook
 from chainloom.indexer.config import GapSettings
 from chainloom.indexer.metrics import IndexerCounters
 from chainloom.publicrpc import FetchResult, FetchStatus
+from chainloom.wormhole.sequences import GapBook
 
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("chainloom.indexer")

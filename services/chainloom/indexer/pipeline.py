@@ -65,7 +65,7 @@ DEFAULT_STORE_RETRY = Backoff(initial=0.5, maximum=30.0, jitter=0.2)
 
 
 class VaaSource(Protocol):
-    """Where VAAs come from: the relayer's :class:`~chainloom.relayer.spy_client.SpyClient`."""
+    """Where VAAs come from: the relayer's :class:`~chainloom.spy.client.SpyClient`."""
 
     @property
     def connected(self) -> bool:

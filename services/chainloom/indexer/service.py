@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.config import EventStoreSettings
-from chainloom.eventstore.gaps import GapBook
 from chainloom.eventstore.service import open_store
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.indexer.config import IndexerSettings
@@ -30,11 +29,12 @@ from chainloom.indexer.pipeline import Pipeline, PipelineBounds, SequenceObserve
 from chainloom.indexer.probes import ProbeServer
 from chainloom.indexer.store import EventWriterStore
 from chainloom.publicrpc import EndpointConfigError, PublicRpcClient
-from chainloom.relayer.errors import SpyError
-from chainloom.relayer.spy_client import Backoff, SpyClient
-from chainloom.relayer.spy_protocol import EmitterKey
+from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.errors import SpyError
+from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import SignatureCache, all_known_emitters
 from chainloom.wormhole.errors import WormholeError
+from chainloom.wormhole.sequences import GapBook
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricReader

@@ -3,7 +3,7 @@ endpoint that has it.
 
 Gap backfill (the Spark ``gap-backfill`` job, and the indexer's and the relayer's missed-VAA
 recovery) fetches what the store lacks through :class:`PublicRpcClient`. The harness's server
-(:mod:`chainloom.testing.publicrpc_server`) speaks the same method, so a real guardian
+(:mod:`chainloom_dev.sim.publicrpc_server`) speaks the same method, so a real guardian
 endpoint is a drop-in.
 """
 

@@ -4,7 +4,7 @@ A worker needs three answers from a chain: is this transfer already redeemed (so
 scooped it, or this relayer submitted it just before a crash), submit it, and is that
 submission final or rolled back. :class:`ChainAdapter` is exactly that; a real EVM adapter
 comes in its own issue. The simulated chains the tests, the bench and ``chainloom relayer
-work --adapter`` use live in :mod:`chainloom.testing.sim_chains`, outside the product.
+work --adapter`` use live in :mod:`chainloom_dev.sim.sim_chains`, outside the product.
 """
 
 from __future__ import annotations

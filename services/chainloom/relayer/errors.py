@@ -9,7 +9,6 @@ caller catch "anything the relayer refused" in one place and still tell them apa
     └── RelayerError
         ├── RequestFormatError        a stored or supplied RelayRequest is malformed
         ├── ConfigError               the relayer configuration is invalid (names the field)
-        ├── SpyError                  the spy stream, its filters or a replay source failed
         ├── WalletError               a wallet file is missing, unreadable or not a key
         ├── TableError                the Redis tables refused an operation
         │   ├── TablesUnavailableError  Redis cannot be reached or failed (names address and cause)
@@ -39,10 +38,6 @@ class RequestFormatError(RelayerError):
 
 class ConfigError(RelayerError):
     """The relayer configuration (file or environment) is invalid; the message names the field."""
-
-
-class SpyError(RelayerError):
-    """A spy address, filter or replay source is invalid, or the spy stream failed."""
 
 
 class WalletError(RelayerError):

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from chainloom.relayer.config import RestSettings
     from chainloom.relayer.recovery import MissedVaaRecovery
-    from chainloom.relayer.spy_client import SpyClient
+    from chainloom.spy.client import SpyClient
 
 log = logging.getLogger(__name__)
 

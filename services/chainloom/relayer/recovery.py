@@ -5,7 +5,7 @@ Why it works this way:
 
 * **Only the emitters relayed for.** The spy subscription is filtered to the known token
   bridges, so every sequence of those emitters (transfers, attestations, anything) passes
-  through the intake; the :class:`~chainloom.eventstore.gaps.GapBook` hears each one the
+  through the intake; the :class:`~chainloom.wormhole.sequences.GapBook` hears each one the
   intake decided (queued, known or rejected: all were *seen*). A sequence never heard of is a
   VAA the spy dropped.
 * **Recovered VAAs take the same door.** An overdue gap's sequences are fetched
@@ -30,10 +30,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainloom.eventstore.gaps import GapBook
 from chainloom.publicrpc import FetchStatus, PublicRpcClient
 from chainloom.relayer.config import RecoverySettings
 from chainloom.relayer.intake import IntakeResult, Outcome
+from chainloom.wormhole.sequences import GapBook
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ them wires Redis, the validator or the spy client by hand.
 
 Chain adapters come in through an :data:`AdapterFactory` rather than being chosen here: the
 product code never imports the development harness, and the only adapters that exist today
-are the simulated chains of :mod:`chainloom.testing.sim_chains`, which the CLI passes in.
+are the simulated chains of :mod:`chainloom_dev.sim.sim_chains`, which the CLI passes in.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from chainloom.relayer.intake import Intake
 from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import RetryPolicy
 from chainloom.relayer.recovery import MissedVaaRecovery
-from chainloom.relayer.spy_client import SpyClient
-from chainloom.relayer.spy_protocol import EmitterKey
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.relayer.wallet import Wallet
 from chainloom.relayer.worker import Worker, WorkerSettings
+from chainloom.spy.client import SpyClient
+from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import CHAINS, chain_id
 from chainloom.wormhole.errors import WormholeError
 

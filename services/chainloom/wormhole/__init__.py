@@ -4,7 +4,7 @@ One strict, fast implementation of the Wormhole message format that the event st
 relayer, the spy and the Spark jobs share, so they all agree on what a VAA's digest, message
 id, row key and decoded payload are. Pure domain code: no I/O beyond reading the guardian-set
 data files shipped in this package (and files a caller names explicitly). The test guardians
-and the VAA workload generator that sign with them are harness, in :mod:`chainloom.testing`.
+and the VAA workload generator that sign with them are harness, in :mod:`chainloom_dev.sim`.
 """
 
 from __future__ import annotations

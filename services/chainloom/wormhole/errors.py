@@ -15,7 +15,8 @@ refuse is one of these, so a caller (the spy listener, the event store, the CLI)
     │   ├── UnknownGuardianSetError the registry has no set with that index
     │   ├── GuardianSetFileError    a guardian-set file cannot be read or is malformed
     │   └── GuardianSetUpgradeError an upgrade VAA does not chain onto the set before it
-    └── UnknownChainError           a chain name that is not in the registry
+    ├── UnknownChainError           a chain name that is not in the registry
+    └── MessageKeyError             not CHAIN/EMITTER/SEQ, a sequence range or a row key
 """
 
 from __future__ import annotations
@@ -118,3 +119,13 @@ class UnknownChainError(WormholeError):
     def __init__(self, name: str) -> None:
         super().__init__(f"unknown chain {name!r} (use a Wormhole chain name or a numeric id)")
         self.name = name
+
+
+class MessageKeyError(WormholeError, ValueError):
+    """A message id (``CHAIN/EMITTER/SEQUENCE``), a sequence range or a row key could not be
+    parsed; the message names the text and the reason."""
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(f"{text!r} is not a message id: {reason}")
+        self.text = text
+        self.reason = reason

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from chainloom.eventstore import schema
 from chainloom.eventstore.encoding import decode_value
-from chainloom.eventstore.errors import MessageKeyError
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.planner import RowSnapshot
 from chainloom.eventstore.schema import Q
 from chainloom.settings import BigtableSettings
+from chainloom.wormhole.errors import MessageKeyError
 from chainloom_spark.arguments import JobArgumentParser, add_table_flags, load_job_settings
 from chainloom_spark.counts import ChainCounters
 from chainloom_spark.errors import JobOutputError

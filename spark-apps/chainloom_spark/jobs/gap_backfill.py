@@ -6,7 +6,7 @@ the store missed. The job works in three Spark stages, each reusing the library:
 1. **Find.** The emitters (``--emitters``, or every emitter in the table through
    :meth:`EventReader.emitters`, a skip scan costing one small read per emitter) are spread
    over tasks; each task reads its emitters' row keys only (:meth:`EventReader.sequences`)
-   into a :class:`~chainloom.eventstore.gaps.SequenceTracker`
+   into a :class:`~chainloom.wormhole.sequences.SequenceTracker`
    (:func:`chainloom.eventstore.backfill.scan_emitter`, shared with ``chainloom events
    backfill``). The driver collects the missing
    *ranges*, which stay small however many rows are stored.
@@ -41,21 +41,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from chainloom.eventstore.backfill import fetch_missing, scan_emitter
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.config import EventStoreSettings
-from chainloom.eventstore.errors import (
-    MessageKeyError,
-    StoreConfigError,
-    StoreUnavailableError,
-    TableMissingError,
-)
-from chainloom.eventstore.gaps import SequenceRange
-from chainloom.eventstore.keys import MAX_SEQUENCE, normalize_emitter
+from chainloom.eventstore.errors import StoreConfigError, StoreUnavailableError, TableMissingError
+from chainloom.eventstore.keys import normalize_emitter
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.service import EMULATOR_ENV, locate
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.publicrpc import EndpointConfigError, FetchStatus, PublicRpcClient
 from chainloom.settings import BigtableSettings, PublicRpcSettings, load_settings
 from chainloom.wormhole import GuardianSets, all_known_emitters, parse_vaa
-from chainloom.wormhole.errors import WormholeError
+from chainloom.wormhole.errors import MessageKeyError, WormholeError
+from chainloom.wormhole.sequences import MAX_SEQUENCE, SequenceRange
 from chainloom_spark.backfill_summary import BackfillSummary
 from chainloom_spark.errors import JobArgumentError, JobInputError, SinkUnavailableError
 from chainloom_spark.jobs.vaa_ingest import (

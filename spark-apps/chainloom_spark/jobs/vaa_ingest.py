@@ -42,7 +42,6 @@ import orjson
 from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.eventstore.config import EventStoreSettings
 from chainloom.eventstore.errors import (
-    MessageKeyError,
     StoreConfigError,
     StoreUnavailableError,
     TableMissingError,
@@ -61,6 +60,7 @@ from chainloom.wormhole import (
     parse_vaa,
 )
 from chainloom.wormhole.errors import (
+    MessageKeyError,
     PayloadParseError,
     UnknownGuardianSetError,
     VAAEncodingError,
@@ -177,15 +177,19 @@ def resolve(argv: list[str] | None) -> IngestPlan:
 
 
 def load_guardian_sets(source: str) -> GuardianSets:
-    """The sets ``source`` names; ``dev``/``dev:N`` are the test kit's (tests and demos only)."""
+    """The sets ``source`` names; ``dev``/``dev:N`` are the dev kit's (tests and demos only,
+    found through :mod:`chainloom.extensions`)."""
     if source == "dev" or source.startswith("dev:"):
-        from chainloom.testing.dev_guardians import DevGuardians
+        from chainloom import extensions
 
         try:
             count = int(source[4:]) if source.startswith("dev:") else 19
-            return DevGuardians(count=count).sets(0)
-        except ValueError as error:
+            sets: GuardianSets = extensions.load(
+                extensions.GUARDIAN_SETS, "dev", what="--guardian-set"
+            )(count)
+        except (ValueError, extensions.ExtensionMissingError) as error:
             raise JobArgumentError(f"--guardian-set {source}: {error}") from None
+        return sets
     if source == "mainnet":
         return GuardianSets.mainnet()
     if source == "devnet":

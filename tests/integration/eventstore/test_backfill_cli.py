@@ -1,5 +1,5 @@
 """``chainloom events gaps`` and ``events backfill`` as real processes, fetching from
-``chainloom spy serve-public-api --table`` (the public API served from another events table)
+``chainloom-dev spy serve-public-api --table`` (the public API served from another events table)
 on loopback, against the Bigtable emulator."""
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
-from chainloom.stack._process import free_port
-from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.publicrpc_server import message_id_of
-from chainloom.testing.vaa_workload import Mix, generate_vaas
+from chainloom_dev.net import free_port
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.publicrpc_server import message_id_of
+from chainloom_dev.sim.vaa_workload import Mix, generate_vaas
 
 CHAINLOOM = str(Path(sys.executable).with_name("chainloom"))
+CHAINLOOM_DEV = str(Path(sys.executable).with_name("chainloom-dev"))
 TRANSFERS = Mix(weights={"token_transfer": 1.0}, duplicate=0.0, conflict=0.0)
 MessageId = tuple[int, str, int]
 
@@ -76,7 +77,7 @@ def test_gaps_computed_from_the_store_are_filled_from_a_table_served_as_the_publ
 
     port = free_port()
     server = subprocess.Popen(
-        [CHAINLOOM, "spy", "serve-public-api", "--listen", f"127.0.0.1:{port}",
+        [CHAINLOOM_DEV, "spy", "serve-public-api", "--listen", f"127.0.0.1:{port}",
          "--table", full.table, "--bigtable-project", "chainloom", "--bigtable-instance", "test",
          "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -8,8 +8,8 @@ from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 KIT = DevGuardians()
 MESSAGES = 40

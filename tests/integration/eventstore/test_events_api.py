@@ -32,18 +32,18 @@ from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.reads import StoreReads
 from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.bigtable import BigtableTables
-from chainloom.eventstore.gaps import GapBook
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
 from chainloom.http_server import Request
 from chainloom.settings import BigtableSettings
-from chainloom.stack._process import free_port
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import (
     DEV_TOKEN_BRIDGE_EMITTER,
     GuardianSets,
     mainnet_emitters,
 )
+from chainloom.wormhole.sequences import GapBook
+from chainloom_dev.net import free_port
+from chainloom_dev.sim.dev_guardians import DevGuardians
 from tests.unit.eventstore import builders
 from tests.unit.eventstore.api.schema_check import check
 

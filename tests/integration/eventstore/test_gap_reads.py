@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from chainloom.eventstore.bigtable import BigtableTables
-from chainloom.eventstore.gaps import SequenceRange, find_missing
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
-from chainloom.testing.dev_guardians import DevGuardians
+from chainloom.wormhole.sequences import SequenceRange, find_missing
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 KIT = DevGuardians(count=4)
 WIDE = [0, 1, 3, 9_999_999_999_999_998, 10**16, 10**16 + 2, 2**64 - 1]

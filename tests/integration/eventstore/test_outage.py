@@ -29,10 +29,10 @@ from chainloom.eventstore.errors import StoreUnavailableError
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import DEFAULT_FLUSH_ROWS, EventWriter, WriterConfig
 from chainloom.settings import BigtableSettings
-from chainloom.stack._process import free_port
-from chainloom.stack.components.bigtable import BigtableEmulator
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
+from chainloom_dev.net import free_port
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.stack.components.bigtable import BigtableEmulator
 
 KIT = DevGuardians()
 

@@ -22,8 +22,8 @@ from chainloom.eventstore.bigtable import (
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, mainnet_emitters
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 KIT = DevGuardians()
 EMITTERS = mainnet_emitters().with_dev_emitters([2, 4])

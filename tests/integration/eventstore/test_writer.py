@@ -18,9 +18,9 @@ from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.schema import Q
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.settings import BigtableSettings
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, mainnet_emitters, parse_vaa
 from chainloom.wormhole.errors import VAAParseError
+from chainloom_dev.sim.dev_guardians import DevGuardians
 from tests.unit.eventstore import builders
 
 KIT = DevGuardians()

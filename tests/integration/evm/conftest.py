@@ -1,6 +1,6 @@
 """Fixtures of the EVM tier: the stack's geth dev chains and its solcjs.
 
-The chains come from ``chainloom stack up --evm`` (or ``--only geth``). When they are not up,
+The chains come from ``chainloom-dev stack up --evm`` (or ``--only geth``). When they are not up,
 the tests skip, unless ``CHAINLOOM_EVM=1`` asks for them: then the session starts them (the
 first run builds geth, ~20 minutes), as ``CHAINLOOM_NODE=1`` does for the node tier.
 """
@@ -15,12 +15,12 @@ from eth_account import Account
 from web3 import Web3
 
 from chainloom.evm.deploy import Deployment, Sender, connect, deploy, fund
-from chainloom.stack import manager
-from chainloom.stack._install import is_installed
-from chainloom.stack._model import SilentProgress
-from chainloom.stack.components.evm import CHAINS, install_solc, solc_dir
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEVNET_TOKEN_BRIDGE_EMITTERS
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.stack import manager
+from chainloom_dev.stack._install import is_installed
+from chainloom_dev.stack._model import SilentProgress
+from chainloom_dev.stack.components.evm import CHAINS, install_solc, solc_dir
 from tests.conftest import StackForTests
 
 GUARDIANS = DevGuardians()
@@ -33,7 +33,9 @@ def evm_rpc(local_stack: StackForTests) -> dict[int, str]:
     rows = manager.status(names)
     if not all(row.healthy for row in rows):
         if os.environ.get("CHAINLOOM_EVM") != "1":
-            pytest.skip("the geth chains are not up: chainloom stack up --evm (or CHAINLOOM_EVM=1)")
+            pytest.skip(
+                "the geth chains are not up: chainloom-dev stack up --evm (or CHAINLOOM_EVM=1)"
+            )
         local_stack.require("geth")
     state = manager.load_state()
     return {chain.wormhole_chain: state[chain.component].address for chain in CHAINS}
@@ -43,7 +45,9 @@ def evm_rpc(local_stack: StackForTests) -> dict[int, str]:
 def solcjs() -> Path:
     """solcjs from the stack's cache (installed here only with ``CHAINLOOM_EVM=1``)."""
     if not is_installed(solc_dir()) and os.environ.get("CHAINLOOM_EVM") != "1":
-        pytest.skip("solcjs is not installed: chainloom stack up --only solc (or CHAINLOOM_EVM=1)")
+        pytest.skip(
+            "solcjs is not installed: chainloom-dev stack up --only solc (or CHAINLOOM_EVM=1)"
+        )
     return install_solc(SilentProgress())
 
 

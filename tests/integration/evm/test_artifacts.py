@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chainloom.evm.compile import CONTRACTS, compile_contracts, contracts_dir, render
-from chainloom.stack import versions
+from chainloom_dev.stack import versions
 
 
 def test_committed_artifacts_match_a_fresh_build(solcjs: Path) -> None:
@@ -13,7 +13,7 @@ def test_committed_artifacts_match_a_fresh_build(solcjs: Path) -> None:
     built = compile_contracts(solcjs)
     assert built["compiler"].startswith(f"solcjs {versions.SOLC}+")
     assert sorted(built["contracts"]) == sorted(CONTRACTS)
-    assert render(built) == committed, "contracts changed: run 'chainloom evm compile'"
+    assert render(built) == committed, "contracts changed: run 'chainloom-dev evm compile'"
 
 
 def test_a_changed_source_is_noticed(solcjs: Path, tmp_path: Path) -> None:

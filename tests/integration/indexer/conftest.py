@@ -1,5 +1,5 @@
 """Fixtures of the indexer's integration tests: fresh tables on the real emulator, a spy served
-by ``chainloom spy serve`` (the harness's gRPC spy server) on loopback, and the indexer itself,
+by ``chainloom-dev spy serve`` (the harness's gRPC spy server) on loopback, and the indexer itself,
 in-process or as a ``chainloom indexer run`` process."""
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ import yaml
 from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.settings import BigtableSettings
-from chainloom.stack._process import free_port
-from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.vaa_workload import generate_vaas
 from chainloom.wormhole import SignatureCache, all_known_emitters
+from chainloom_dev.net import free_port
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.vaa_workload import generate_vaas
 
 KIT = DevGuardians()
 CHAINLOOM = str(Path(sys.executable).with_name("chainloom"))
+CHAINLOOM_DEV = str(Path(sys.executable).with_name("chainloom-dev"))
 
 
 @functools.cache
@@ -95,7 +96,7 @@ def guardian_file(tmp_path: Path) -> Path:
 
 @dataclass
 class SpyProcess:
-    """``chainloom spy serve`` replaying a file with guardian copies, losslessly."""
+    """``chainloom-dev spy serve`` replaying a file with guardian copies, losslessly."""
 
     port: int
     process: subprocess.Popen[bytes]
@@ -114,7 +115,7 @@ def serve_spy(
     source: Path, port: int, *, copies: int = 19, rate: float = 0.0, wait_for: int = 1
 ) -> SpyProcess:
     process = subprocess.Popen(
-        [CHAINLOOM, "spy", "serve", "--listen", f"127.0.0.1:{port}", "--file", str(source),
+        [CHAINLOOM_DEV, "spy", "serve", "--listen", f"127.0.0.1:{port}", "--file", str(source),
          "--copies", str(copies), "--rate", str(rate), "--lossless", "--buffer", "4096",
          "--wait-for-subscribers", str(wait_for)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

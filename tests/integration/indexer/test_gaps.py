@@ -1,4 +1,4 @@
-"""Gap detection and recovery of the indexer against real servers: ``chainloom spy serve``
+"""Gap detection and recovery of the indexer against real servers: ``chainloom-dev spy serve``
 dropping chosen sequences on purpose, the harness's public-API server on loopback, the
 Bigtable emulator, and the indexer in-process or as ``chainloom indexer run``."""
 
@@ -26,15 +26,15 @@ from chainloom.relayer.intake import Intake
 from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import Table
 from chainloom.relayer.recovery import MissedVaaRecovery
-from chainloom.relayer.spy_client import Backoff, SpyClient
-from chainloom.relayer.spy_protocol import EmitterKey
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.settings import BigtableSettings, PublicRpcSettings
-from chainloom.stack._process import free_port
-from chainloom.testing.publicrpc_server import PublicRpcServer, PublicRpcServicer, message_id_of
-from chainloom.testing.vaa_workload import Mix, generate_vaas
+from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, parse_vaa
+from chainloom_dev.net import free_port
+from chainloom_dev.sim.publicrpc_server import PublicRpcServer, PublicRpcServicer, message_id_of
+from chainloom_dev.sim.vaa_workload import Mix, generate_vaas
 from tests.ingest_support import (
     GUARDIANS,
     MIN_FEE,
@@ -45,6 +45,7 @@ from tests.ingest_support import (
 )
 from tests.integration.indexer.conftest import (
     CHAINLOOM,
+    CHAINLOOM_DEV,
     KIT,
     IndexerProcess,
     SpyProcess,
@@ -83,7 +84,7 @@ def spy_dropping(
 ) -> SpyProcess:
     selections = [arg for c, e, s in drop for arg in ("--drop", f"{c}/{e}/{s}")]
     process = subprocess.Popen(
-        [CHAINLOOM, "spy", "serve", "--listen", f"127.0.0.1:{port}", "--file", str(source),
+        [CHAINLOOM_DEV, "spy", "serve", "--listen", f"127.0.0.1:{port}", "--file", str(source),
          "--copies", "3", "--lossless", "--wait-for-subscribers", str(subscribers),
          *selections],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -184,7 +185,7 @@ def test_fifty_sequences_the_spy_dropped_are_fetched_after_the_grace_period(
 def test_one_spy_dropping_fifty_both_the_store_and_the_relayers_incoming_recover_them(
     store: Store, guardian_file: Path, tmp_path: Path, redis_url: str
 ) -> None:
-    """The issue's scenario end to end: one ``chainloom spy serve`` drops 50 sequences of the
+    """The issue's scenario end to end: one ``chainloom-dev spy serve`` drops 50 sequences of the
     dev token bridge and both the indexer and the relayer's listener subscribe to it; one
     public-API server holds everything. After the grace period the store has all 100, and
     Incoming has every relayable one (every 10th pays too low a fee and is not relayable),

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chainloom.stack._process import free_port
+from chainloom_dev.net import free_port
 from tests.integration.eventstore.test_outage import Relay
 from tests.integration.indexer.conftest import (
     Store,

@@ -17,7 +17,7 @@ from typing import Any
 
 from chainloom.indexer.config import IndexerSettings
 from chainloom.indexer.service import serve
-from chainloom.stack._process import free_port
+from chainloom_dev.net import free_port
 from tests.integration.indexer.conftest import (
     Store,
     contents,

@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from chainloom.stack._process import free_port
+from chainloom_dev.net import free_port
 from tests.integration.indexer.conftest import Store, serve_spy, workload, write_vaa_file
 from tests.integration.relayer.test_telemetry import (
     RUN_ATTRIBUTE,

@@ -52,7 +52,7 @@ from chainloom.ledger.xrpl.address import encode_account
 from chainloom.ledger.xrpl.hashing import transaction_id
 from chainloom.ledger.xrpl.parse import parse_metadata
 from chainloom.settings import CassandraSettings
-from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
+from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
 from tests.unit.ledger.xrpl.test_jsonform import normalize_decoded
 
 FIRST = 38129

@@ -22,13 +22,15 @@ from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.dump import DumpFile, state_at
 from chainloom.ledger.xrpl.address import encode_account
 from chainloom.ledger.xrpl.parse import parse_metadata
-from chainloom.stack._process import free_port
+from chainloom_dev.cli.ledger import ledger as dev_ledger
+from chainloom_dev.net import free_port
 
 FIRST = 38129
 
 
 def run(*args: str) -> Any:
-    result = CliRunner().invoke(ledger, list(args), catch_exceptions=False)
+    group = dev_ledger if args[:1] in (("generate",), ("replay",)) else ledger
+    result = CliRunner().invoke(group, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -261,7 +263,7 @@ def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
 def test_replay_command_serves_a_dump_that_load_grpc_copies(dump: Path, tmp_path: Path) -> None:
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "chainloom.cli", "ledger", "replay", str(dump),
+        [sys.executable, "-m", "chainloom_dev", "ledger", "replay", str(dump),
          "--listen", f"127.0.0.1:{port}"],
         stderr=subprocess.PIPE,
         text=True,

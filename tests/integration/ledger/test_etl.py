@@ -21,7 +21,7 @@ from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import LedgerHeader, LedgerObject
 from chainloom.ledger.xrpl.parse import parse_metadata, parse_transaction
 from chainloom.settings import CassandraSettings
-from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
+from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
 
 FIRST = 38129
 LEDGERS = 8

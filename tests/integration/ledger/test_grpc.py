@@ -21,8 +21,8 @@ from chainloom.rpc.generated.org.xrpl.rpc.v1 import (
     get_ledger_entry_pb2,
     ledger_pb2,
 )
-from chainloom.testing.ledger_generator import WorkloadGenerator, vectors_ledger
-from chainloom.testing.ledger_replay import ReplayServer
+from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
+from chainloom_dev.sim.ledger_replay import ReplayServer
 
 FIRST = 38129
 LEDGERS = 6

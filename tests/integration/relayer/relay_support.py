@@ -19,9 +19,9 @@ import redis
 
 from chainloom.relayer._redis import sync
 from chainloom.relayer.model import RelayRequest
-from chainloom.stack._process import free_port
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import VAA
+from chainloom_dev.net import free_port
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 GUARDIANS = DevGuardians()
 

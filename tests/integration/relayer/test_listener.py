@@ -21,13 +21,13 @@ import redis
 from chainloom.relayer.intake import Intake, Outcome
 from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import Table
-from chainloom.relayer.spy_client import Backoff, SpyClient
-from chainloom.relayer.spy_protocol import EmitterKey
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Rule, Validator
-from chainloom.testing.sim_chains import InProcessAdapter
-from chainloom.testing.spy_server import SpyHub, SpyServer
+from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import DEV_NFT_BRIDGE_EMITTER, DEV_TOKEN_BRIDGE_EMITTER, VAA
+from chainloom_dev.sim.sim_chains import InProcessAdapter
+from chainloom_dev.sim.spy_server import SpyHub, SpyServer
 from tests.ingest_support import (
     GUARDIANS,
     MIN_FEE,
@@ -301,8 +301,9 @@ def test_spy_serve_feeds_relayer_listen_end_to_end(tmp_path: Path, redis_url: st
     source = tmp_path / "vaas.txt"
     source.write_text("\n".join(v.to_bytes().hex() for v in transfers) + "\n")
     chainloom = [sys.executable, "-m", "chainloom.cli"]
+    chainloom_dev = [sys.executable, "-m", "chainloom_dev"]
     spy = subprocess.Popen(
-        [*chainloom, "spy", "serve", "--listen", "127.0.0.1:0", "--file", str(source),
+        [*chainloom_dev, "spy", "serve", "--listen", "127.0.0.1:0", "--file", str(source),
          "--copies", "3", "--wait-for-subscribers", "1", "--lossless"],
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -452,7 +453,7 @@ def test_relayer_listen_asks_the_simulated_chain_with_redeem_check(
     import urllib.error
     import urllib.request
 
-    from chainloom.testing.sim_chains import RedisLedgerAdapter, SimChainRules
+    from chainloom_dev.sim.sim_chains import RedisLedgerAdapter, SimChainRules
 
     scooped, fresh = signed_transfer(1), signed_transfer(2)
     RedisLedgerAdapter.install(

@@ -16,14 +16,14 @@ from chainloom.relayer.intake import Intake
 from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import Table
 from chainloom.relayer.recovery import MissedVaaRecovery
-from chainloom.relayer.spy_client import Backoff, SpyClient
-from chainloom.relayer.spy_protocol import EmitterKey
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.settings import PublicRpcSettings
-from chainloom.testing.publicrpc_server import PublicRpcServer, PublicRpcServicer, message_id_of
-from chainloom.testing.spy_server import SpyHub, SpyServer
+from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, parse_vaa
+from chainloom_dev.sim.publicrpc_server import PublicRpcServer, PublicRpcServicer, message_id_of
+from chainloom_dev.sim.spy_server import SpyHub, SpyServer
 from tests.ingest_support import (
     GUARDIANS,
     MIN_FEE,

@@ -1,4 +1,4 @@
-"""Reliability: 10,000 transfers plus 2,500 re-signed copies, through ``chainloom spy serve`` ->
+"""Reliability: 10,000 transfers plus 2,500 re-signed copies, through ``chainloom-dev spy serve`` ->
 ``chainloom relayer listen`` (signature verification, validation, atomic dedupe) -> the relay
 tables -> several ``chainloom relayer work`` PROCESSES that the test kills with SIGKILL at
 random moments and restarts.
@@ -15,7 +15,7 @@ Injected behaviour (deterministic rules): sequence % 97 == 0 always fails (must 
 ~5 % of transfers fail their first attempt, sequence % 50 == 1 has its first submission rolled
 back, ~2 % were redeemed by "another relayer" before we saw them.
 
-The second test kills Redis itself (SIGKILL, then ``chainloom stack``'s restart on the same port
+The second test kills Redis itself (SIGKILL, then ``chainloom-dev stack``'s restart on the same port
 with the same append-only file), in a private run directory, while REST clients send 1,200
 transfers and the workers redeem them; with ``appendfsync always`` nothing answered 202 may be
 lost or redeemed twice, with ``everysec`` the loss is measured and must stay within what the
@@ -43,8 +43,8 @@ import redis
 
 from chainloom.relayer.model import RelayRequest, Table
 from chainloom.relayer.tables import RelayTables
-from chainloom.testing.sim_chains import RedisLedgerAdapter, SimChainRules
 from chainloom.wormhole import VAA, TokenTransfer, decode_payload, parse_vaa
+from chainloom_dev.sim.sim_chains import RedisLedgerAdapter, SimChainRules
 from tests.integration.relayer.relay_support import (
     GUARDIANS,
     dump_redis,
@@ -67,6 +67,7 @@ SPY_RATE = 500
 """VAAs/s the spy streams: below the listener's verification rate, so that its bounded buffer
 (which drops, as a real spy subscriber must) never fills."""
 CHAINLOOM = [sys.executable, "-m", "chainloom.cli"]
+CHAINLOOM_DEV = [sys.executable, "-m", "chainloom_dev"]
 LEASE_TTL = 2.0
 DEADLINE = 170.0
 MAX_KILLS = 25
@@ -159,7 +160,7 @@ class Fleet:
 
 @dataclass
 class Ingest:
-    """``chainloom spy serve`` streaming the VAA file into ``chainloom relayer listen``."""
+    """``chainloom-dev spy serve`` streaming the VAA file into ``chainloom relayer listen``."""
 
     directory: Path
     spy: subprocess.Popen[bytes]
@@ -172,7 +173,7 @@ class Ingest:
         source.write_text("\n".join(raw.hex() for raw in stream) + "\n")
         with (directory / "spy.log").open("wb") as log:
             spy = subprocess.Popen(
-                [*CHAINLOOM, "spy", "serve", "--listen", "127.0.0.1:0", "--file", str(source),
+                [*CHAINLOOM_DEV, "spy", "serve", "--listen", "127.0.0.1:0", "--file", str(source),
                  "--wait-for-subscribers", "1", "--lossless", "--exit-when-done",
                  "--rate", str(SPY_RATE)],
                 stderr=log,
@@ -378,7 +379,7 @@ class PrivateRedis:
         return f"redis://{self.address}/0"
 
     def start(self) -> None:
-        from chainloom.stack import manager
+        from chainloom_dev.stack import manager
 
         running = manager.up(["redis"])["redis"]
         assert running.extra["appendfsync"] == self.policy
@@ -387,7 +388,7 @@ class PrivateRedis:
         self.address, self.pid = running.address, running.pid
 
     def kill(self) -> None:
-        from chainloom.stack import _process
+        from chainloom_dev.stack import _process
 
         os.kill(self.pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
@@ -396,7 +397,7 @@ class PrivateRedis:
         self.kills += 1
 
     def stop(self) -> None:
-        from chainloom.stack import manager
+        from chainloom_dev.stack import manager
 
         manager.down(["redis"])
 
@@ -405,7 +406,7 @@ class PrivateRedis:
 def private_redis(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[PrivateRedis]:
-    from chainloom.stack._paths import run_dir
+    from chainloom_dev.stack._paths import run_dir
 
     run = tmp_path / "stack-run"
     monkeypatch.setenv("CHAINLOOM_RUN", str(run))  # never the session's stack

@@ -1,5 +1,5 @@
 """The spy client over real gRPC on loopback (against the harness's spy server): refusals,
-reconnects, backoff, slow and failing consumers, and the ``chainloom spy`` commands."""
+reconnects, backoff, slow and failing consumers, and the ``chainloom-dev spy`` commands."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import grpc
 import grpc.aio
 import pytest
 
-from chainloom.relayer.errors import SpyError
-from chainloom.relayer.spy_client import Backoff, SpyClient
-from chainloom.relayer.spy_protocol import METHOD_PATH
 from chainloom.rpc.generated.spy.v1 import spy_pb2
-from chainloom.testing.spy_server import SpyHub, SpyServer
+from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.errors import SpyError
+from chainloom.spy.protocol import METHOD_PATH
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
+from chainloom_dev.sim.spy_server import SpyHub, SpyServer
 from tests.ingest_support import signed_transfer
 from tests.spy_support import FAST, collect, run, token_vaas
 
@@ -107,9 +107,9 @@ def test_spy_serve_and_subscribe_commands(tmp_path: Path):
     vaas = token_vaas(5)
     source = tmp_path / "vaas.txt"
     source.write_text("\n".join(v.hex() for v in vaas) + "\n")
-    chainloom = [sys.executable, "-m", "chainloom.cli"]
+    chainloom_dev = [sys.executable, "-m", "chainloom_dev"]
     server = subprocess.Popen(
-        [*chainloom, "spy", "serve", "--listen", "127.0.0.1:0", "--file", str(source),
+        [*chainloom_dev, "spy", "serve", "--listen", "127.0.0.1:0", "--file", str(source),
          "--wait-for-subscribers", "1", "--copies", "2", "--exit-when-done", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -119,7 +119,7 @@ def test_spy_serve_and_subscribe_commands(tmp_path: Path):
         assert first.startswith("spy: listening on 127.0.0.1:"), first
         address = first.split()[-1]
         subscriber = subprocess.run(
-            [*chainloom, "spy", "subscribe", "--address", address, "--count", "10",
+            [*chainloom_dev, "spy", "subscribe", "--address", address, "--count", "10",
              "--filter", f"2:{DEV_TOKEN_BRIDGE_EMITTER.hex()}"],
             capture_output=True, text=True, timeout=60, check=True,
         )  # fmt: skip
@@ -138,7 +138,7 @@ def test_spy_serve_refuses_a_bad_file(tmp_path: Path):
     bad = tmp_path / "bad.txt"
     bad.write_text("zzzz\n")
     result = subprocess.run(
-        [sys.executable, "-m", "chainloom.cli", "spy", "serve", "--listen", "127.0.0.1:0",
+        [sys.executable, "-m", "chainloom_dev", "spy", "serve", "--listen", "127.0.0.1:0",
          "--file", str(bad), "--exit-when-done"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
@@ -164,9 +164,9 @@ def test_spy_serve_replays_history_from_the_event_store(bigtable_table_name: str
         summary = writer.put_many([v.to_bytes() for v in [*stored, elsewhere]])
     assert summary.as_dict()["refused"] == 0, summary.as_dict()
 
-    chainloom = [sys.executable, "-m", "chainloom.cli"]
+    chainloom_dev = [sys.executable, "-m", "chainloom_dev"]
     server = subprocess.Popen(
-        [*chainloom, "spy", "serve", "--listen", "127.0.0.1:0", "--events-chain", "2",
+        [*chainloom_dev, "spy", "serve", "--listen", "127.0.0.1:0", "--events-chain", "2",
          "--from-seq", "2", "--bigtable-project", "chainloom", "--bigtable-instance", "t",
          "--bigtable-table", bigtable_table_name, "--wait-for-subscribers", "1",
          "--exit-when-done", "--json"],
@@ -176,7 +176,7 @@ def test_spy_serve_replays_history_from_the_event_store(bigtable_table_name: str
         assert server.stderr is not None
         address = server.stderr.readline().split()[-1]
         subscriber = subprocess.run(
-            [*chainloom, "spy", "subscribe", "--address", address, "--count", "4"],
+            [*chainloom_dev, "spy", "subscribe", "--address", address, "--count", "4"],
             capture_output=True, text=True, timeout=60, check=True,
         )  # fmt: skip
         assert subscriber.stdout.split() == [v.to_bytes().hex() for v in stored[2:]]
@@ -223,9 +223,9 @@ def test_spy_serve_streams_stdin():
 
     vaas = token_vaas(4)
     lines = "".join(f"{base64.b64encode(v).decode()}\n" for v in vaas)
-    chainloom = [sys.executable, "-m", "chainloom.cli"]
+    chainloom_dev = [sys.executable, "-m", "chainloom_dev"]
     server = subprocess.Popen(
-        [*chainloom, "spy", "serve", "--listen", "127.0.0.1:0", "--stdin",
+        [*chainloom_dev, "spy", "serve", "--listen", "127.0.0.1:0", "--stdin",
          "--wait-for-subscribers", "1", "--exit-when-done", "--json"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -234,7 +234,7 @@ def test_spy_serve_streams_stdin():
         assert server.stderr is not None
         address = server.stderr.readline().split()[-1]
         subscriber = subprocess.Popen(
-            [*chainloom, "spy", "subscribe", "--address", address, "--count", "4"],
+            [*chainloom_dev, "spy", "subscribe", "--address", address, "--count", "4"],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         out, _ = server.communicate(lines, timeout=60)

@@ -1,5 +1,5 @@
 """One transfer through ``relayer listen`` and ``relayer work`` processes, observed by the stack's
-real OpenTelemetry Collector (``chainloom stack up --only otel``).
+real OpenTelemetry Collector (``chainloom-dev stack up --only otel``).
 
 The collector appends what it receives to JSON-lines files; the test reads them back: one trace
 whose spans come from both processes, in order, carrying the message id; the queue and outcome

@@ -18,7 +18,7 @@ from chainloom.relayer.service import build_worker
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.wallet import Wallet
 from chainloom.relayer.worker import Worker, WorkerSettings
-from chainloom.testing.sim_chains import InProcessAdapter
+from chainloom_dev.sim.sim_chains import InProcessAdapter
 from tests.integration.relayer.relay_support import dump_redis, requests
 
 KEY_A = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from chainloom.cli import main
 from chainloom.relayer.model import Table
 from chainloom.relayer.tables import Move, RelayTables
-from chainloom.testing.sim_chains import RedisLedgerAdapter
+from chainloom_dev.sim.sim_chains import RedisLedgerAdapter
 from tests.integration.relayer.relay_support import requests
 
 KEY = "6c8f5a3e1b2d4c7a9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d"

@@ -26,10 +26,10 @@ from chainloom.eventstore.prices import FilePriceSource
 from chainloom.eventstore.service import locate
 from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
-from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.vaa_workload import Mix, generate_vaas
 from chainloom.wormhole import GuardianSets, all_known_emitters
 from chainloom.wormhole.vaa import encode_body
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.vaa_workload import Mix, generate_vaas
 
 DEV_SET = 100
 DAY1 = 1_709_251_200  # 2024-03-01T00:00:00Z

@@ -22,13 +22,13 @@ from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.service import locate
 from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
-from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.publicrpc_server import (
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.publicrpc_server import (
     PublicRpcServer,
     PublicRpcServicer,
     message_id_of,
 )
-from chainloom.testing.vaa_workload import Mix, generate_vaas
+from chainloom_dev.sim.vaa_workload import Mix, generate_vaas
 from chainloom_spark.jobs import gap_backfill
 from tests.integration.spark.job_process import kill_when, spark_job
 

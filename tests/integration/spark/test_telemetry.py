@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.vaa_workload import Mix, generate_vaas
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.vaa_workload import Mix, generate_vaas
 from tests.integration.relayer.test_telemetry import RUN_ATTRIBUTE, _spans, _wait, collector
 from tests.integration.spark.job_process import job_env
 

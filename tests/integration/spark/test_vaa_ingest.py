@@ -21,9 +21,9 @@ import pytest
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.queries import EventReader
 from chainloom.settings import BigtableSettings
-from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.vaa_workload import Mix, generate_vaas
 from chainloom.wormhole import GuardianSets, parse_vaa
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.vaa_workload import Mix, generate_vaas
 from chainloom_spark.jobs import vaa_ingest
 from tests.integration.spark.job_process import kill_when, spark_job
 

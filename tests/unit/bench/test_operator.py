@@ -44,4 +44,7 @@ def test_without_kubeconfig_one_line_and_exit_1() -> None:
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     result = _bench(env)
     assert result.returncode == 1
-    assert result.stderr.strip() == 'bench/operator: set KUBECONFIG (eval "$(chainloom stack env)")'
+    assert (
+        result.stderr.strip()
+        == 'bench/operator: set KUBECONFIG (eval "$(chainloom-dev stack env)")'
+    )

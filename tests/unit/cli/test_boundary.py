@@ -10,10 +10,11 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from chainloom.cli._boundary import GivenValue, classify, report
-from chainloom.cli._common import ExitCode
 from chainloom.cli._main import main
+from chainloom.cli.boundary import GivenValue, classify, report
+from chainloom.cli.common import ExitCode
 from chainloom.errors import ChainloomError, ConflictError, InputFileError, UnavailableError
+from chainloom_dev.cli._main import main as dev_main
 
 
 class PackageError(ChainloomError):
@@ -156,11 +157,12 @@ def test_input_file_error_names_option_and_path():
 
 
 def test_root_group_runs_commands_under_the_boundary(tmp_path: Path):
-    """Through click: a binary vectors file is one line and exit 2, no traceback."""
+    """Through click (the lazy group both ``chainloom`` and ``chainloom-dev`` use): a binary
+    vectors file is one line and exit 2, no traceback."""
     binary = tmp_path / "vectors.json"
     binary.write_bytes(bytes(range(256)))
     result = CliRunner().invoke(
-        main, ["ledger", "generate", "--vectors", str(binary), "--out", str(tmp_path / "d")]
+        dev_main, ["ledger", "generate", "--vectors", str(binary), "--out", str(tmp_path / "d")]
     )
     assert result.exit_code == ExitCode.BAD_INPUT
     assert result.exception is None or isinstance(result.exception, SystemExit)

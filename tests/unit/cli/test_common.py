@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from chainloom.cli import _common
-from chainloom.cli._common import (
+from chainloom.cli import common as _common
+from chainloom.cli.common import (
     check_input_file,
     read_text_file,
     redact_url,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chainloom.eventstore.backfill import first_sequences
-from chainloom.eventstore.gaps import SequenceRange
+from chainloom.wormhole.sequences import SequenceRange
 
 
 def test_max_missing_keeps_the_first_sequences() -> None:

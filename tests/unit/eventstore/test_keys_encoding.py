@@ -8,9 +8,9 @@ import pytest
 
 from chainloom.eventstore import encoding as enc
 from chainloom.eventstore.enrichment import notional_usd
-from chainloom.eventstore.errors import MessageKeyError
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id, sequence_key_ranges
 from chainloom.wormhole import format_amount
+from chainloom.wormhole.errors import MessageKeyError
 
 EMITTER = "0000000000000000000000000290fb167208af455bb137780163b7b7a9a10c16"
 

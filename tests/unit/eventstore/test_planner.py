@@ -15,8 +15,8 @@ from chainloom.eventstore.planner import (
     plan_message,
 )
 from chainloom.eventstore.schema import Q
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, VAA, decode_payload, mainnet_emitters
+from chainloom_dev.sim.dev_guardians import DevGuardians
 from tests.unit.eventstore import builders
 
 KIT = DevGuardians()

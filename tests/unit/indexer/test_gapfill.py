@@ -14,12 +14,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from chainloom import telemetry
 from chainloom.eventstore.errors import StoreUnavailableError
-from chainloom.eventstore.gaps import GapBook
 from chainloom.indexer import gapfill
 from chainloom.indexer.config import GapSettings
 from chainloom.indexer.gapfill import GapFiller
 from chainloom.indexer.metrics import IndexerCounters
 from chainloom.publicrpc import FetchResult, FetchStatus
+from chainloom.wormhole.sequences import GapBook
 
 EMITTER = "00" * 31 + "07"
 

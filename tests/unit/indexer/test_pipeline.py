@@ -18,7 +18,7 @@ from chainloom.eventstore.planner import MessageInput
 from chainloom.eventstore.writer import EventWriter
 from chainloom.indexer.errors import DrainTimeoutError
 from chainloom.indexer.pipeline import Pipeline, PipelineBounds
-from chainloom.testing.dev_guardians import DevGuardians
+from chainloom_dev.sim.dev_guardians import DevGuardians
 from tests.ingest_support import flip_signature_byte, signed_transfer
 
 KIT = DevGuardians()

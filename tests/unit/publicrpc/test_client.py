@@ -14,8 +14,8 @@ from chainloom.publicrpc import (
 )
 from chainloom.settings import PublicRpcSettings
 from chainloom.settings.parts import PublicRpcBackoffSettings
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import parse_vaa
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 GUARDIANS = DevGuardians(count=4)
 EMITTER = "00" * 31 + "04"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from chainloom.errors import UnavailableError
-from chainloom.testing.dev_guardians import DevGuardians
+from chainloom_dev.sim.dev_guardians import DevGuardians
 from chainloom_spark.errors import JobArgumentError, SinkUnavailableError
 from chainloom_spark.jobs import check_arguments
 from chainloom_spark.jobs.vaa_ingest import (

@@ -9,8 +9,9 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from chainloom.cli.vaa import vaa
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import parse_vaa
+from chainloom_dev.cli.vaa import vaa as dev_vaa
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 DECODE_KEYS = {
     "version",
@@ -33,7 +34,8 @@ VERIFY_KEYS = {"signers", "quorum", "quorum_met", "valid"}
 
 
 def _run(args: list[str], stdin: str | None = None) -> Result:
-    return CliRunner().invoke(vaa, args, input=stdin)
+    group = dev_vaa if args[:1] == ["generate"] else vaa
+    return CliRunner().invoke(group, args, input=stdin)
 
 
 def _objects(output: str) -> list[dict[str, Any]]:

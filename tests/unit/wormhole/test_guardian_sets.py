@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import (
     VAA,
     GuardianSet,
@@ -26,6 +25,7 @@ from chainloom.wormhole.errors import (
 )
 from chainloom.wormhole.guardians import mainnet_provenance
 from chainloom.wormhole.payloads import encode_guardian_set_upgrade
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 BOOTSTRAP = GuardianSet(
     index=0, addresses=(bytes.fromhex("58cc3ae5c097b213ce3c81979e1b9f9570746aa5"),)

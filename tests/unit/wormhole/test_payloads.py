@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import (
     NFT_BRIDGE_EMITTERS,
     TOKEN_BRIDGE_EMITTERS,
@@ -35,6 +34,7 @@ from chainloom.wormhole.payloads import (
     decode_token_bridge_payload,
 )
 from chainloom.wormhole.render import payload_to_json
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 KIT = DevGuardians(count=1, seed=b"payloads")
 ADDR = bytes(12) + bytes(range(1, 21))

@@ -9,8 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chainloom.testing.dev_guardians import DevGuardians
-from chainloom.testing.vaa_workload import generate_vaas
 from chainloom.wormhole import (
     VAA,
     GuardianSets,
@@ -28,6 +26,8 @@ from chainloom.wormhole.payloads import (
     decode_nft_bridge_payload,
     decode_token_bridge_payload,
 )
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.vaa_workload import generate_vaas
 
 _signatures = st.lists(st.integers(0, 255), unique=True, max_size=30).flatmap(
     lambda indices: st.tuples(

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import (
     VAA,
     GuardianSet,
@@ -19,6 +18,7 @@ from chainloom.wormhole import (
     recover_signer,
     verify_vaa,
 )
+from chainloom_dev.sim.dev_guardians import DevGuardians
 
 KIT = DevGuardians(count=7, seed=b"verify-tests")
 SETS = KIT.sets(3)

@@ -33,10 +33,10 @@ from chainloom.eventstore.api.errors import (
 from chainloom.eventstore.api.openapi import document
 from chainloom.eventstore.api.routes import Route, match
 from chainloom.eventstore.errors import StoreUnavailableError, TableMissingError
-from chainloom.eventstore.gaps import OpenGap
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id
 from chainloom.eventstore.queries import StoredMessage
 from chainloom.http_server import HttpServer, Limits, Request, Response
+from chainloom.wormhole.sequences import OpenGap
 
 log = logging.getLogger(__name__)
 

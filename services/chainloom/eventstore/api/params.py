@@ -21,10 +21,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from chainloom.eventstore.api.errors import BadParameterError
-from chainloom.eventstore.errors import MessageKeyError
-from chainloom.eventstore.keys import MAX_SEQUENCE, normalize_emitter
+from chainloom.eventstore.keys import normalize_emitter
 from chainloom.wormhole import chain_id
-from chainloom.wormhole.errors import WormholeError
+from chainloom.wormhole.errors import MessageKeyError, WormholeError
+from chainloom.wormhole.sequences import MAX_SEQUENCE
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 

@@ -21,9 +21,9 @@ from chainloom.eventstore import keys
 from chainloom.eventstore.api.params import Cursor
 from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.bigtable import BigtableTables
-from chainloom.eventstore.gaps import GapBook, OpenGap
-from chainloom.eventstore.keys import MAX_SEQUENCE, MessageKey
+from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.queries import EventReader, StoredMessage
+from chainloom.wormhole.sequences import MAX_SEQUENCE, GapBook, OpenGap
 
 
 class StoreReads:

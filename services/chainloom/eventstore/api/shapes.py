@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping
 from chainloom.eventstore import encoding as enc
 from chainloom.eventstore import schema
 from chainloom.eventstore.api import models
-from chainloom.eventstore.gaps import OpenGap
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.planner import RowSnapshot
 from chainloom.eventstore.schema import Q
 from chainloom.wormhole import chain_name, native_address
+from chainloom.wormhole.sequences import OpenGap
 
 PAYLOAD_KINDS = {
     (schema.TOKEN_TRANSFER_PAYLOAD, 1): "TokenTransfer",

@@ -1,6 +1,6 @@
 """The ledger-dump file format: one JSON object per line, one ledger per line.
 
-Why JSON lines: a dump is written once (by ``chainloom ledger generate`` or by exporting from a
+Why JSON lines: a dump is written once (by ``chainloom-dev ledger generate`` or by exporting from a
 source) and read sequentially by the ETL; a text format is inspectable with ``head`` and ``jq``,
 appends cleanly, and its cost (hex doubles the size) is small next to the database writes. Each
 line is::

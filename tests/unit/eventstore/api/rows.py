@@ -12,8 +12,8 @@ from chainloom.eventstore.planner import (
     apply_plan,
     plan_message,
 )
-from chainloom.testing.dev_guardians import DevGuardians
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, VAA, decode_payload, mainnet_emitters
+from chainloom_dev.sim.dev_guardians import DevGuardians
 from tests.unit.eventstore import builders
 
 KIT = DevGuardians()

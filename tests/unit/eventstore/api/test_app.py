@@ -17,10 +17,10 @@ from chainloom.eventstore.api.openapi import document
 from chainloom.eventstore.api.params import Cursor
 from chainloom.eventstore.api.routes import ROUTES
 from chainloom.eventstore.errors import StoreUnavailableError
-from chainloom.eventstore.gaps import OpenGap
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.queries import StoredMessage
 from chainloom.http_server import Request, Response
+from chainloom.wormhole.sequences import OpenGap
 from tests.unit.eventstore.api.rows import stored_row, transfer_vaa
 from tests.unit.eventstore.api.schema_check import check
 

@@ -8,7 +8,7 @@ import pytest
 
 from chainloom.eventstore.api import params
 from chainloom.eventstore.api.errors import BadParameterError
-from chainloom.eventstore.keys import MAX_SEQUENCE
+from chainloom.wormhole.sequences import MAX_SEQUENCE
 
 EMITTER = "0000000000000000000000003ee18b2214aff97000d974cf647e7c347e8fa585"
 

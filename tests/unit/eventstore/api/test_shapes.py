@@ -10,9 +10,9 @@ from typing import Any
 from chainloom.eventstore import schema
 from chainloom.eventstore.api import models, shapes
 from chainloom.eventstore.api.openapi import document
-from chainloom.eventstore.gaps import GapBook
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.schema import Q
+from chainloom.wormhole.sequences import GapBook
 from tests.unit.eventstore.api.rows import stored_row, transfer_vaa
 from tests.unit.eventstore.api.schema_check import check
 

@@ -1,0 +1,3 @@
+from chainloom_dev.cli import main
+
+main()
