@@ -1,5 +1,5 @@
 # Plain targets over plain scripts: read scripts/ to see exactly what each one does.
-.PHONY: setup test unit demo stack-up stack-down stack-status lint format bench clean
+.PHONY: setup test unit demo demo-cluster stack-up stack-down stack-status lint format bench clean
 
 setup:          ## create .venv and install chainloom with its dev tools
 	scripts/setup
@@ -10,8 +10,11 @@ test:           ## everything CI runs: lint, types, unit + integration + cluster
 unit:           ## the fast, server-free tests only
 	scripts/test tests/unit
 
-demo:           ## sample data through the pipelines on local defaults, then the chart on the local node
+demo:           ## sample data through the pipelines on local defaults (Redis, Bigtable emulator, Cassandra, local Spark)
 	scripts/demo
+
+demo-cluster:   ## the chart on the local node (root) with one resource of each kind, then relaying on geth
+	scripts/demo-cluster
 
 stack-up:       ## start the local stack (add ARGS=--full for controller-manager, scheduler, KWOK)
 	scripts/setup && .venv/bin/chainloom-dev stack up $(ARGS)
@@ -28,7 +31,7 @@ lint:
 format:
 	.venv/bin/ruff format . && .venv/bin/ruff check --fix .
 
-bench:          ## the benchmarks in bench/ (figures go into the README)
+bench:          ## the benchmarks in bench/ (figures go into docs/performance.md)
 	scripts/bench
 
 clean:

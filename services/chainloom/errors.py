@@ -10,11 +10,24 @@ and still tell a malformed VAA from a store outage::
     ├── InputFileError               a file the user named is missing, unreadable or not text
     ├── InvalidBackoffError          a chainloom.backoff.Backoff with impossible settings
     ├── Base58Error                  text that is not base58 in the alphabet given
-    ├── chainloom_dev.stack.errors.StackError
+    ├── chainloom.extensions.ExtensionMissingError      a dev-kit part named, none installed
+    ├── chainloom.settings.errors.SettingsError
     ├── chainloom.wormhole.errors.WormholeError
+    ├── chainloom.spy.errors.SpyError
+    ├── chainloom.publicrpc.errors.PublicRpcError
     ├── chainloom.eventstore.errors.EventStoreError
+    │   └── chainloom.eventstore.api.errors.ApiError
+    ├── chainloom.indexer.errors.IndexerError
     ├── chainloom.ledger.errors.LedgerError
-    └── chainloom.relayer.errors.RelayerError
+    ├── chainloom.relayer.errors.RelayerError
+    ├── chainloom.evm.errors.EvmError
+    ├── chainloom_operator.errors.OperatorError         (the operator package)
+    └── chainloom_spark.errors.SparkJobError            (the Spark jobs package)
+
+Each subtree is drawn in its own ``errors.py``. The dev kit (``chainloom_dev``, not part of
+the product) derives its errors from these as well, so the CLI treats them alike:
+``chainloom_dev.stack.errors.StackError`` from :class:`ChainloomError`, and
+``chainloom_dev.sim.errors.DevGuardianError`` from ``WormholeError``.
 
 The two markers carry no behaviour: a package error for an outage also derives from
 :class:`UnavailableError` (``class StoreUnavailableError(EventStoreError, UnavailableError)``),

@@ -9,12 +9,10 @@ default, and the script installs the spark-operator and applies the samples.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from chainloom_spark.settings import KubernetesSettings
@@ -110,10 +108,3 @@ def test_kind_dev_is_valid_bash() -> None:
                             check=False)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert Path(KIND_DEV).stat().st_mode & 0o111
-
-
-@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
-def test_kind_dev_passes_shellcheck() -> None:
-    result = subprocess.run(["shellcheck", str(KIND_DEV)], capture_output=True, text=True,
-                            check=False)  # fmt: skip
-    assert result.returncode == 0, result.stdout

@@ -16,7 +16,7 @@ fi
 geth_was_up=0
 chainloom-dev stack status --json | python -c 'import json, sys; rows = json.load(sys.stdin); sys.exit(not all(any(r["name"] == n and r["healthy"] for r in rows) for n in ("geth-2", "geth-4")))' && geth_was_up=1
 cleanup() {
-  kill $(jobs -p) 2>/dev/null || true
+  jobs -p | xargs -r kill 2>/dev/null || true
   if [ "$geth_was_up" = 0 ]; then chainloom-dev stack down --only geth-2,geth-4 >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
