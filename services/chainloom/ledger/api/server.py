@@ -1,11 +1,13 @@
-"""The HTTP side of ``chainloom ledger api``: aiohttp in front of the methods.
+"""The HTTP side of ``chainloom ledger api``: a FastAPI app in front of the methods.
 
 The server only orchestrates: it reads a bounded body, has :mod:`.requests` parse it (a
 malformed request is answered here and never reaches the database), runs the method on a
 bounded thread pool (the backends are synchronous), and writes what :mod:`.shapes` built with
 orjson. More requests in flight than ``max_pending`` are refused with ``tooBusy`` (503) rather
 than queued without bound. A background task re-reads the ledger range once a second so newly
-loaded ledgers become visible.
+loaded ledgers become visible. JSON-RPC is ``POST /`` and rippled's WebSocket API is ``/``, on
+the project's HTTP stack (:mod:`chainloom.web`: uvicorn behind the wire guard, with its read
+timeouts and WebSocket pings); the HTTP refusals are plain text, as rippled's are.
 """
 
 from __future__ import annotations
@@ -19,16 +21,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from aiohttp import WSMsgType, web
+from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import Response
 
 from chainloom.errors import UnavailableError
 from chainloom.ledger.api import requests as rq
 from chainloom.ledger.api import shapes
-from chainloom.ledger.api.errors import ApiError, MalformedRequestError, RpcError
+from chainloom.ledger.api.errors import MalformedRequestError, RpcError
 from chainloom.ledger.api.methods import Context, answer
 from chainloom.ledger.api.shapes import error_body, success
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.errors import LedgerError
+from chainloom.web import errors as web_errors
+from chainloom.web.errors import JsonErrors
+from chainloom.web.server import WebServer, WebSocketLimits
+from chainloom.web.wire import Limits
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +54,25 @@ class ApiOptions:
     """Reported as ``server_info.build_version``."""
 
 
+class PlainRefusals(JsonErrors):
+    """The HTTP refusals of the ledger API: one line of plain text, as rippled answers."""
+
+    def body(self, status: int, reason: str, **fields: Any) -> bytes:
+        return f"{reason}\n".encode()
+
+    def render(self, status: int, reason: str) -> tuple[bytes, str]:
+        return self.body(status, reason), "text/plain; charset=utf-8"
+
+    def response(self, status: int, reason: str, headers: Any = None, **fields: Any) -> Response:
+        return Response(self.body(status, reason), status, headers, media_type="text/plain")
+
+
+ERRORS = PlainRefusals("error", {}, log_name="ledger api")
+"""What the ledger API answers for a request that is not JSON-RPC over HTTP."""
+
+
 class LedgerApi:
-    """The aiohttp application answering rippled's JSON-RPC from one backend."""
+    """The methods over one backend: the thread pool, the busy bound and the range refresher."""
 
     def __init__(self, backend: BackendInterface, options: ApiOptions | None = None) -> None:
         self.options = options or ApiOptions()
@@ -59,46 +83,52 @@ class LedgerApi:
         self._pending = 0
         self._refresher: asyncio.Task[None] | None = None
 
-    def app(self) -> web.Application:
-        """The application: JSON-RPC on ``POST /``, rippled's WebSocket API on ``GET /``."""
-        application = web.Application(client_max_size=rq.MAX_BODY_BYTES)
-        application.router.add_post("/", self.handle)
-        application.router.add_get("/", self.websocket)
-        application.on_startup.append(self._start_refresher)
-        application.on_cleanup.append(self._cleanup)
-        return application
+    def app(self) -> FastAPI:
+        """The application: JSON-RPC on ``POST /``, rippled's WebSocket API on ``/``."""
+        app = FastAPI(title="chainloom ledger API", docs_url=None, redoc_url=None)
+        web_errors.install(app, ERRORS, routes_hint="POST / or a WebSocket on /")
 
-    async def handle(self, request: web.Request) -> web.Response:
+        @app.post("/", summary="One JSON-RPC call (rippled's public API).")
+        async def handle(request: Request) -> Response:
+            return await self.handle(await request.body())
+
+        @app.websocket("/")
+        async def websocket(socket: WebSocket) -> None:
+            await self.websocket(socket)
+
+        return app
+
+    async def handle(self, body: bytes) -> Response:
         """One JSON-RPC call."""
-        try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return web.Response(status=413, text=f"request body over {rq.MAX_BODY_BYTES} bytes\n")
         try:
             call = rq.parse_call(body)
         except MalformedRequestError as bad:
-            return web.Response(status=bad.http_status, text=f"{bad}\n")
+            return ERRORS.response(bad.http_status, str(bad))
         result, status = await self.dispatch(call)
-        return web.Response(
-            body=orjson.dumps({"result": result}), status=status, content_type="application/json"
-        )
+        return Response(orjson.dumps({"result": result}), status, media_type="application/json")
 
-    async def websocket(self, request: web.Request) -> web.StreamResponse:
+    async def websocket(self, socket: WebSocket) -> None:
         """rippled's WebSocket API: ``{"id", "command", ...params}`` in, ``{"id", "result",
         "status", "type": "response"}`` out (an error's fields sit beside ``id``)."""
-        socket = web.WebSocketResponse(max_msg_size=rq.MAX_BODY_BYTES)
-        await socket.prepare(request)
-        async for message in socket:
-            if message.type != WSMsgType.TEXT:
-                continue
-            try:
-                request_id, call = rq.parse_websocket_call(message.data)
-            except MalformedRequestError as bad:
-                await socket.send_bytes(orjson.dumps(shapes.websocket_malformed(str(bad))))
-                continue
-            result, _ = await self.dispatch(call)
-            await socket.send_str(orjson.dumps(shapes.websocket_body(request_id, result)).decode())
-        return socket
+        await socket.accept()
+        try:
+            while True:
+                message = await socket.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                text = message.get("text")
+                if text is None:
+                    continue
+                try:
+                    request_id, call = rq.parse_websocket_call(text)
+                except MalformedRequestError as bad:
+                    await socket.send_bytes(orjson.dumps(shapes.websocket_malformed(str(bad))))
+                    continue
+                result, _ = await self.dispatch(call)
+                body = orjson.dumps(shapes.websocket_body(request_id, result)).decode()
+                await socket.send_text(body)
+        except WebSocketDisconnect:
+            return
 
     async def dispatch(self, call: rq.Call) -> tuple[dict[str, Any], int]:
         """Validate and answer one call: the ``result`` object (a success or rippled's error
@@ -131,8 +161,8 @@ class LedgerApi:
     def _refusal(refused: RpcError, call: rq.Call) -> tuple[dict[str, Any], int]:
         return error_body(refused, call.method, call.params)["result"], refused.http_status
 
-    async def _start_refresher(self, application: web.Application) -> None:
-        del application
+    def start(self) -> None:
+        """Start re-reading the ledger range (from a running event loop)."""
         self._refresher = asyncio.create_task(self._refresh_range())
 
     async def _refresh_range(self) -> None:
@@ -146,11 +176,25 @@ class LedgerApi:
             except LedgerError as failed:
                 log.warning("ledger api: cannot refresh the ledger range: %s", failed)
 
-    async def _cleanup(self, application: web.Application) -> None:
-        del application
+    async def close(self) -> None:
+        """Stop the refresher and the thread pool (after the server stopped)."""
         if self._refresher is not None:
             self._refresher.cancel()
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+LIMITS = Limits(
+    max_body_bytes=rq.MAX_BODY_BYTES, header_timeout=20.0, body_timeout=20.0, log_name="ledger api"
+)
+"""The HTTP limits of the ledger API."""
+
+WEBSOCKET = WebSocketLimits(max_message_bytes=rq.MAX_BODY_BYTES)
+"""Its WebSocket limits."""
+
+
+def web_server(api: LedgerApi, host: str, port: int) -> WebServer:
+    """The ledger API's server on ``host:port``."""
+    return WebServer(api.app(), host, port, LIMITS, ERRORS, websocket=WEBSOCKET)
 
 
 class ServerThread:
@@ -166,10 +210,8 @@ class ServerThread:
         port: int = 0,
     ) -> None:
         self._api = LedgerApi(backend, options)
-        self._host = host
-        self._port = port
+        self._server = web_server(self._api, host, port)
         self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self.port = 0
         """The bound port (after :meth:`start`)."""
@@ -182,26 +224,19 @@ class ServerThread:
         return self.port
 
     async def _start(self) -> int:
-        self._runner = web.AppRunner(self._api.app())
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
-        return _bound_port(self._runner)
+        self._api.start()
+        return await self._server.start()
 
     def stop(self) -> None:
         """Stop serving and end the thread."""
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=30)
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=60)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
         self._loop.close()
 
-
-def _bound_port(runner: web.AppRunner) -> int:
-    for address in runner.addresses:
-        if isinstance(address, tuple) and len(address) >= 2:
-            return int(address[1])
-    raise ApiError("the API server did not bind a TCP port")
+    async def _stop(self) -> None:
+        await self._server.stop(drain_timeout=10.0)
+        await self._api.close()
 
 
 async def serve(
@@ -214,13 +249,14 @@ async def serve(
     on_ready: Callable[[int], None] | None = None,
 ) -> None:
     """Serve until ``stop`` is set (the CLI sets it on SIGINT/SIGTERM)."""
-    runner = web.AppRunner(LedgerApi(backend, options).app())
-    await runner.setup()
+    api = LedgerApi(backend, options)
+    server = web_server(api, host, port)
+    api.start()
     try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
+        bound = await server.start()
         if on_ready is not None:
-            on_ready(_bound_port(runner))
+            on_ready(bound)
         await stop.wait()
     finally:
-        await runner.cleanup()
+        await server.stop()
+        await api.close()

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
+import httpx
 import orjson
-from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
 
 from chainloom.ledger.api.server import ApiOptions, LedgerApi
 from chainloom.ledger.backend import BackendInterface
@@ -47,12 +46,12 @@ MALFORMED: list[tuple[bytes, int, str]] = [
 ]
 
 
-async def _send_all(client: TestClient[web.Request, Any]) -> None:
+async def _send_all(client: httpx.AsyncClient) -> None:
     for body, status, expected in MALFORMED:
-        reply = await client.post("/", data=body)
-        text = await reply.text()
-        assert (reply.status, expected in text) == (status, True), (body[:80], text)
-        if reply.content_type == "application/json":
+        reply = await client.post("/", content=body)
+        text = reply.text
+        assert (reply.status_code, expected in text) == (status, True), (body[:80], text)
+        if reply.headers["content-type"] == "application/json":
             result = orjson.loads(text)["result"]
             assert result["status"] == "error"
             assert result["error"] == expected
@@ -63,10 +62,10 @@ def test_malformed_requests_are_answered_without_the_backend() -> None:
 
     async def run() -> None:
         api = LedgerApi(cast(BackendInterface, backend), ApiOptions(range_refresh_seconds=3600))
-        async with TestServer(api.app()) as server:
-            client: TestClient[web.Request, Any] = TestClient(server)
-            async with client:
-                await _send_all(client)
+        transport = httpx.ASGITransport(app=api.app())
+        async with httpx.AsyncClient(transport=transport, base_url="http://ledger") as client:
+            await _send_all(client)
+        await api.close()
 
     asyncio.run(run())
     assert backend.touched == []
