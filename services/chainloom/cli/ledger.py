@@ -337,7 +337,8 @@ def account_tx(account: str, forward: bool, limit: int, marker: str | None, **op
     cursor = None
     if marker:
         ledger_text, _, index_text = marker.partition(":")
-        if not (ledger_text.isdigit() and index_text.isdigit()):
+        if not (f"{ledger_text}{index_text}".isascii() and ledger_text.isdigit()
+                and index_text.isdigit()):  # fmt: skip
             raise LedgerInputError(f"marker {marker!r} is not LEDGER:INDEX")
         cursor = TransactionsCursor(int(ledger_text), int(index_text))
     backend = _open_backend(options, read_only=True)

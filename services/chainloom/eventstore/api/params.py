@@ -146,7 +146,7 @@ def decode_cursor(text: str, chain: int, emitter: str | None) -> Cursor:
         )
     except BadParameterError:
         raise refused from None
-    if len(emitter_text) != 64 or not chain_text.isdigit():
+    if len(emitter_text) != 64 or not (chain_text.isascii() and chain_text.isdigit()):
         raise refused
     if cursor.chain != chain or (emitter is not None and cursor.emitter != emitter):
         raise BadParameterError("cursor", "the cursor belongs to another list")

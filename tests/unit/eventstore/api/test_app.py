@@ -153,6 +153,14 @@ def test_a_stored_message_and_a_missing_one() -> None:
         ("/api/v1/stats/daily?from=2024-01-01", "to"),
         ("/api/v1/stats/daily?from=2024-01-01&to=2026-01-01", "to"),
         ("/api/v1/gaps?emitter=ab", "emitter"),
+        # ASCII digits only: Arabic-Indic 2, fullwidth 2, a space before 2.
+        ("/api/v1/vaas/%D9%A2", "chain"),
+        ("/api/v1/vaas/%EF%BC%92", "chain"),
+        ("/api/v1/vaas/%202", "chain"),
+        (f"/api/v1/vaas/%D9%A2/{EMITTER}/1", "chain"),
+        (f"/api/v1/vaas/2/{EMITTER}/%EF%BC%91", "seq"),
+        ("/api/v1/gaps?chain=%D9%A2", "chain"),
+        ("/api/v1/stats/daily?from=2024-01-01&to=2024-01-02&chain=%EF%BC%92", "chain"),
     ],
 )
 def test_bad_parameters_are_named_and_never_reach_the_store(target: str, parameter: str) -> None:
