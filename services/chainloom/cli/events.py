@@ -632,7 +632,7 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
     import signal
     from importlib.metadata import PackageNotFoundError, version
 
-    from chainloom.eventstore.api.app import serve
+    from chainloom.eventstore.api.app import cursor_key, serve
     from chainloom.eventstore.api.reads import StoreReads
     from chainloom.eventstore.errors import StoreConfigError
     from chainloom.eventstore.service import open_store
@@ -656,6 +656,7 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
         await serve(reads, listen, stop=stop, on_ready=ready, version=release)
 
     try:
+        cursor_key(listen.cursor_key_file)  # a bad key file stops it before anything starts
         tables = open_store(settings)
     except StoreConfigError as error:
         fail(str(error))

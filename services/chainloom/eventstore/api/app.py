@@ -19,6 +19,8 @@ import asyncio
 import concurrent.futures
 import datetime as dt
 import logging
+import os
+import pathlib
 from collections.abc import Callable
 from typing import Annotated, Any, Protocol, TypeVar
 
@@ -28,7 +30,11 @@ from fastapi.responses import Response
 from chainloom.eventstore.api import models, params, shapes
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.errors import ApiError, BadParameterError, NotFoundError
-from chainloom.eventstore.errors import StoreUnavailableError, TableMissingError
+from chainloom.eventstore.errors import (
+    StoreConfigError,
+    StoreUnavailableError,
+    TableMissingError,
+)
 from chainloom.eventstore.gaps import OpenGap
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id
 from chainloom.eventstore.queries import StoredMessage
@@ -108,6 +114,8 @@ class EventsApi:
             max_workers=settings.workers, thread_name_prefix="events-api"
         )
         self._pending = 0
+        self.cursor_key = cursor_key(settings.cursor_key_file)
+        """The key list cursors are MACed with (:mod:`chainloom.eventstore.api.params`)."""
 
     def close(self) -> None:
         """End the thread pool (after the server stopped)."""
@@ -124,6 +132,28 @@ class EventsApi:
             return await asyncio.get_running_loop().run_in_executor(self._executor, call, *args)
         finally:
             self._pending -= 1
+
+
+MIN_CURSOR_KEY_BYTES = 16
+
+
+def cursor_key(path: pathlib.Path | None) -> bytes:
+    """The deployment's cursor key from ``path``, or a random one for this process.
+
+    Raises StoreConfigError when the file cannot be read or holds under 16 bytes."""
+    if path is None:
+        return os.urandom(32)
+    try:
+        key = path.read_bytes().strip()
+    except OSError as error:
+        raise StoreConfigError(
+            f"api.cursor_key_file {path}: cannot read it ({error.strerror})"
+        ) from None
+    if len(key) < MIN_CURSOR_KEY_BYTES:
+        raise StoreConfigError(
+            f"api.cursor_key_file {path}: holds {len(key)} bytes (at least {MIN_CURSOR_KEY_BYTES})"
+        )
+    return key
 
 
 class BusyError(ApiError):
@@ -205,6 +235,7 @@ def events_app(api: EventsApi) -> FastAPI:
     )
     web_errors.install(app, ERRORS, routes_hint="GET /openapi.json lists the routes")
     settings = api.settings
+    key = api.cursor_key
 
     async def refused(request: Request, error: Exception) -> Response:
         assert isinstance(error, ApiError)
@@ -224,7 +255,9 @@ def events_app(api: EventsApi) -> FastAPI:
         following = None
         if more and found:
             last = found[-1].key
-            following = params.encode_cursor(params.Cursor(chain, last.emitter, last.sequence))
+            following = params.encode_cursor(
+                params.Cursor(chain, last.emitter, last.sequence), api.cursor_key
+            )
         answer = models.VaaPage(
             data=[shapes.vaa_doc(m.key, m.families) for m in found],
             pagination=models.Pagination(next=following),
@@ -274,7 +307,7 @@ def events_app(api: EventsApi) -> FastAPI:
         emitter_hex = params.parse_emitter(emitter)
         size = params.parse_page_size(query, settings.default_page_size, settings.max_page_size)
         text = query.get("cursor")
-        after = None if text is None else params.decode_cursor(text, chain_id, emitter_hex)
+        after = None if text is None else params.decode_cursor(text, chain_id, emitter_hex, key)
         sequence = None if after is None else after.sequence
         found, more = await api.read(api.reads.emitter_page, chain_id, emitter_hex, sequence, size)
         return page(found, more, chain_id)
@@ -296,7 +329,7 @@ def events_app(api: EventsApi) -> FastAPI:
         chain_id = params.parse_chain(chain)
         size = params.parse_page_size(query, settings.default_page_size, settings.max_page_size)
         text = query.get("cursor")
-        after = None if text is None else params.decode_cursor(text, chain_id, None)
+        after = None if text is None else params.decode_cursor(text, chain_id, None, key)
         found, more = await api.read(api.reads.chain_page, chain_id, after, size)
         return page(found, more, chain_id)
 

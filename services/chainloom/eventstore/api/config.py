@@ -7,6 +7,8 @@ tables as every ``chainloom events`` command), so the file, the environment
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, model_validator
 
 from chainloom.settings.parts import Part
@@ -39,6 +41,12 @@ class EventsApiSettings(Part):
         default=256,
         ge=1,
         description="Requests running or waiting for a thread before answering 503 (busy).",
+    )
+    cursor_key_file: Path | None = Field(
+        default=None,
+        description="File holding the key that signs list cursors (at least 16 bytes; e.g. a "
+        "mounted Secret), the same for every replica; unset: a random key per process, so a "
+        "cursor is refused by another replica or after a restart.",
     )
     header_timeout: float = Field(
         default=20.0,

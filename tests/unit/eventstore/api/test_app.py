@@ -4,19 +4,22 @@ busy and outage answers (no Bigtable, no sockets: httpx's ASGI transport)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import json
+import os
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from chainloom.eventstore.api.app import ERRORS, EventsApi, events_app
+from chainloom.eventstore.api.app import ERRORS, EventsApi, cursor_key, events_app
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.params import Cursor
-from chainloom.eventstore.errors import StoreUnavailableError
+from chainloom.eventstore.errors import StoreConfigError, StoreUnavailableError
 from chainloom.eventstore.gaps import OpenGap
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.queries import StoredMessage
@@ -192,6 +195,44 @@ def test_pages_follow_the_cursor_and_end_with_null() -> None:
     assert seen == [0, 1, 2, 3, 4]
     assert pages == 3
     api.close()
+
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def test_a_cursor_the_server_did_not_issue_is_refused(tmp_path: Path) -> None:
+    api = _api(MemoryReads(MESSAGES))
+    issued = _body(_get(api, f"/api/v1/vaas/2/{EMITTER}?pageSize=2"))["pagination"]["next"]
+    # The old, unsigned form of a cursor, written by hand: it would start after sequence 1.
+    for forged in (_b64(f"v1:2:{EMITTER}:1"), _b64(f"v2:2:{EMITTER}:1"), issued[:-2] + "AA"):
+        answer = _get(api, f"/api/v1/vaas/2/{EMITTER}?cursor={forged}")
+        assert answer.status == 400, forged
+        assert _body(answer)["parameter"] == "cursor"
+    assert _get(api, f"/api/v1/vaas/2/{EMITTER}?cursor={issued}").status == 200
+    # Another process (another random key) did not issue it either ...
+    other = _api(MemoryReads(MESSAGES))
+    assert _get(other, f"/api/v1/vaas/2/{EMITTER}?cursor={issued}").status == 400
+    # ... unless both read the deployment's key from the same file.
+    key = tmp_path / "cursor.key"
+    key.write_bytes(os.urandom(32))
+    first = _api(MemoryReads(MESSAGES), cursor_key_file=key)
+    second = _api(MemoryReads(MESSAGES), cursor_key_file=key)
+    shared = _body(_get(first, f"/api/v1/vaas/2/{EMITTER}?pageSize=2"))["pagination"]["next"]
+    again = _body(_get(second, f"/api/v1/vaas/2/{EMITTER}?pageSize=2&cursor={shared}"))
+    assert [d["sequence"] for d in again["data"]] == [2, 3]
+    for each in (api, other, first, second):
+        each.close()
+
+
+def test_a_cursor_key_file_that_cannot_serve_is_refused(tmp_path: Path) -> None:
+    short = tmp_path / "short.key"
+    short.write_bytes(b"0123456789\n")
+    with pytest.raises(StoreConfigError, match="holds 10 bytes"):
+        cursor_key(short)
+    with pytest.raises(StoreConfigError, match="cannot read it"):
+        cursor_key(tmp_path / "missing.key")
+    assert cursor_key(None) != cursor_key(None)
 
 
 def test_an_outage_is_a_503_in_one_line() -> None:
