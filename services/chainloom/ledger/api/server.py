@@ -109,20 +109,20 @@ class LedgerApi:
 
     async def websocket(self, socket: WebSocket) -> None:
         """rippled's WebSocket API: ``{"id", "command", ...params}`` in, ``{"id", "result",
-        "status", "type": "response"}`` out (an error's fields sit beside ``id``)."""
+        "status", "type": "response"}`` out (an error's fields sit beside ``id``). Every answer
+        is a text frame, as rippled sends; a request in a binary frame is read as UTF-8 text
+        and answered the same (``jsonInvalid`` when it is not UTF-8)."""
         await socket.accept()
         try:
             while True:
                 message = await socket.receive()
                 if message["type"] == "websocket.disconnect":
                     return
-                text = message.get("text")
-                if text is None:
-                    continue
                 try:
-                    request_id, call = rq.parse_websocket_call(text)
+                    request_id, call = rq.parse_websocket_call(_frame_text(message))
                 except MalformedRequestError as bad:
-                    await socket.send_bytes(orjson.dumps(shapes.websocket_malformed(str(bad))))
+                    malformed = shapes.websocket_malformed(str(bad))
+                    await socket.send_text(orjson.dumps(malformed).decode())
                     continue
                 result, _ = await self.dispatch(call)
                 body = orjson.dumps(shapes.websocket_body(request_id, result)).decode()
@@ -181,6 +181,17 @@ class LedgerApi:
         if self._refresher is not None:
             self._refresher.cancel()
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _frame_text(message: Any) -> str:
+    """The text of one WebSocket message, text or binary frame."""
+    text = message.get("text")
+    if text is not None:
+        return str(text)
+    try:
+        return bytes(message.get("bytes") or b"").decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedRequestError("Unable to parse request: a binary frame not UTF-8") from None
 
 
 LIMITS = Limits(

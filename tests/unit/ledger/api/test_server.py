@@ -7,8 +7,9 @@ from typing import Any, cast
 
 import httpx
 import orjson
+from websockets.sync.client import connect
 
-from chainloom.ledger.api.server import ApiOptions, LedgerApi
+from chainloom.ledger.api.server import ApiOptions, LedgerApi, web_server
 from chainloom.ledger.backend import BackendInterface
 
 ACCOUNT = "rHb9CJAWyB4rj91VRWn96DkukG4bwdtyTh"
@@ -69,3 +70,40 @@ def test_malformed_requests_are_answered_without_the_backend() -> None:
 
     asyncio.run(run())
     assert backend.touched == []
+
+
+def _serving(test: Any) -> None:
+    """Run ``test(port)`` in a thread against the API served on loopback."""
+
+    async def run() -> None:
+        api = LedgerApi(cast(BackendInterface, UntouchableBackend()), ApiOptions(3600.0))
+        server = web_server(api, "127.0.0.1", 0)
+        port = await server.start()
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, test, port)
+        finally:
+            await server.stop(drain_timeout=2)
+            await api.close()
+
+    asyncio.run(run())
+
+
+def test_websocket_answers_are_text_frames_and_binary_requests_are_answered() -> None:
+    answers: list[str | bytes] = []
+
+    def talk(port: int) -> None:
+        with connect(f"ws://127.0.0.1:{port}/", open_timeout=5) as socket:
+            socket.send("{not json")
+            answers.append(socket.recv(timeout=5))
+            socket.send(b'{"id": 7, "command": "submit"}')  # a binary frame holding a request
+            answers.append(socket.recv(timeout=5))
+            socket.send(b"\xff\xfe")  # a binary frame that is not UTF-8
+            answers.append(socket.recv(timeout=5))
+
+    _serving(talk)
+    assert all(isinstance(answer, str) for answer in answers), answers
+    malformed, binary, garbage = (orjson.loads(answer) for answer in answers)
+    assert (malformed["error"], malformed["type"]) == ("jsonInvalid", "response")
+    assert (binary["id"], binary["error"]) == (7, "unknownCmd")
+    assert garbage["error"] == "jsonInvalid"
+    assert "UTF-8" in garbage["value"]
