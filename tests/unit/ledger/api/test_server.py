@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import socket
+import struct
+import time
 from typing import Any, cast
 
 import httpx
 import orjson
+import pytest
 from websockets.sync.client import connect
 
 from chainloom.ledger.api.server import ApiOptions, LedgerApi, web_server
@@ -72,11 +78,12 @@ def test_malformed_requests_are_answered_without_the_backend() -> None:
     assert backend.touched == []
 
 
-def _serving(test: Any) -> None:
+def _serving(test: Any, backend: Any = None) -> None:
     """Run ``test(port)`` in a thread against the API served on loopback."""
 
     async def run() -> None:
-        api = LedgerApi(cast(BackendInterface, UntouchableBackend()), ApiOptions(3600.0))
+        used = backend if backend is not None else UntouchableBackend()
+        api = LedgerApi(cast(BackendInterface, used), ApiOptions(range_refresh_seconds=3600.0))
         server = web_server(api, "127.0.0.1", 0)
         port = await server.start()
         try:
@@ -107,3 +114,81 @@ def test_websocket_answers_are_text_frames_and_binary_requests_are_answered() ->
     assert (binary["id"], binary["error"]) == (7, "unknownCmd")
     assert garbage["error"] == "jsonInvalid"
     assert "UTF-8" in garbage["value"]
+
+
+class SlowBackend:
+    """Answers ``fetch_ledger_range`` after ``delay`` seconds with no ledgers stored."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def fetch_ledger_range(self) -> None:
+        time.sleep(self.delay)
+
+
+def _raw(port: int, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(request)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+HOSTILE = {
+    "content-length and chunked": (
+        b"POST / HTTP/1.1\r\nHost: l\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"0\r\n\r\n",
+        400,
+    ),
+    "two content-lengths": (
+        b"POST / HTTP/1.1\r\nHost: l\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+        400,
+    ),
+    "a header over 8,190 bytes": (
+        b"POST / HTTP/1.1\r\nHost: l\r\nX-Big: " + b"a" * 8191 + b"\r\n\r\n",
+        431,
+    ),
+}
+
+
+@pytest.mark.parametrize(("request_bytes", "status"), HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_http_is_one_log_line_without_traceback(
+    request_bytes: bytes, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    answers: list[bytes] = []
+    _serving(lambda port: answers.append(_raw(port, request_bytes)))
+    (answer,) = answers
+    assert answer.startswith(f"HTTP/1.1 {status} ".encode()), answer[:100]
+    _assert_at_most_one_line(caplog)
+
+
+def test_a_websocket_reset_with_an_answer_pending_logs_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    def reset(port: int) -> None:
+        for _ in range(3):
+            with contextlib.suppress(OSError), connect(f"ws://127.0.0.1:{port}/") as client:
+                client.send('{"id": 1, "command": "ledger_range"}')
+                client.send('{"id": 2, "command": "ledger_range"}')
+                linger = struct.pack("ii", 1, 0)
+                client.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                client.socket.close()  # a TCP reset while both answers are pending
+        time.sleep(1.5)  # the answers are due and written to a reset connection
+
+    _serving(reset, backend=SlowBackend(0.3))
+    _assert_at_most_one_line(caplog, per=3)
+
+
+def _assert_at_most_one_line(caplog: pytest.LogCaptureFixture, per: int = 1) -> None:
+    """The server side (not the test's own client) logged at most ``per`` lines, none of them
+    a traceback."""
+    server = [r for r in caplog.records if not r.name.startswith("websockets.client")]
+    for record in server:
+        assert record.exc_info is None, record.getMessage()
+        assert "\n" not in record.getMessage(), record.getMessage()
+    said = [r for r in server if r.name.startswith(("chainloom", "uvicorn"))]
+    assert len(said) <= per, [r.getMessage() for r in said]
