@@ -111,25 +111,13 @@ def install(app: FastAPI, errors: JsonErrors, *, routes_hint: str) -> None:
 
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, invalid)
-    app.add_middleware(_Failures, errors=errors)
-    app.add_middleware(_HeadAsGet)
+    app.add_middleware(_Policy, errors=errors)
 
 
-class _HeadAsGet:
-    """``HEAD`` is routed as ``GET`` (routes are declared once, for ``GET``); the server sends
-    the head of the answer only, its ``Content-Length`` still the body's."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "HEAD":
-            scope = {**scope, "method": "GET"}
-        await self.app(scope, receive, send)
-
-
-class _Failures:
-    """A route's bug: 500 in the API's shape and one ERROR record; a client gone: nothing."""
+class _Policy:
+    """``HEAD`` routed as ``GET`` (routes are declared once, for ``GET``; the server sends the
+    head of the answer only, its ``Content-Length`` still the body's); a route's bug answered
+    500 in the API's shape with one ERROR record; a client gone before its answer: nothing."""
 
     def __init__(self, app: ASGIApp, errors: JsonErrors) -> None:
         self.app = app
@@ -139,6 +127,8 @@ class _Failures:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope["method"] == "HEAD":
+            scope = {**scope, "method": "GET"}
         started = False
 
         async def tracked(message: Any) -> None:

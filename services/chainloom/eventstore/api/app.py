@@ -21,7 +21,7 @@ import datetime as dt
 import logging
 import os
 import pathlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Protocol, TypeVar
 
 from fastapi import Depends, FastAPI, Path, Query, Request
@@ -163,10 +163,11 @@ class BusyError(ApiError):
     word = "busy"
 
 
-def _only(*names: str) -> Callable[[Request], dict[str, str]]:
-    """A dependency refusing query parameters other than ``names``, and repeated ones."""
+def _only(*names: str) -> Callable[[Request], Awaitable[dict[str, str]]]:
+    """A dependency refusing query parameters other than ``names``, and repeated ones (async:
+    FastAPI runs a plain function's dependency on its thread pool, a thread hop per request)."""
 
-    def query(request: Request) -> dict[str, str]:
+    async def query(request: Request) -> dict[str, str]:
         return params.parse_query("?" + request.url.query, names)
 
     return query
