@@ -430,9 +430,40 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     show_default=True,
     help="Requests in flight before answering tooBusy (503).",
 )
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=20.0,
+    show_default=True,
+    help="Seconds for a request head (and the keep-alive timeout); then the connection closes.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=4096,
+    show_default=True,
+    help="Open connections before a new one is refused (never above the descriptor limit).",
+)
+@click.option(
+    "--ws-idle-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds a WebSocket may stay without a request before it is closed.",
+)
 @_backend_options
 @_guard
-def api(host: str, port: int, workers: int, max_pending: int, **options: Any) -> None:
+def api(
+    host: str,
+    port: int,
+    workers: int,
+    max_pending: int,
+    *,
+    header_timeout: float,
+    max_connections: int,
+    ws_idle_timeout: float,
+    **options: Any,
+) -> None:
     """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted."""
     import asyncio
     from importlib.metadata import PackageNotFoundError, version
@@ -445,7 +476,15 @@ def api(host: str, port: int, workers: int, max_pending: int, **options: Any) ->
         __version__ = "0"
 
     backend = _open_backend(options, read_only=True)
-    settings = ApiOptions(workers=workers, max_pending=max_pending, version=__version__)
+    settings = ApiOptions(
+        workers=workers,
+        max_pending=max_pending,
+        version=__version__,
+        header_timeout=header_timeout,
+        body_timeout=header_timeout,
+        max_connections=max_connections,
+        ws_idle_timeout=ws_idle_timeout,
+    )
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import socket
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import uvicorn
@@ -46,6 +47,20 @@ class WebSocketLimits:
     """Seconds to wait for the pong before the connection is closed."""
     max_message_bytes: int = 1024 * 1024
     """Largest message accepted (the connection is closed with 1009 above it)."""
+
+
+DESCRIPTOR_RESERVE = 128
+"""Descriptors kept for everything but client connections (the store's channels, logs, threads'
+pipes): the connection cap stays this far below the process's limit."""
+
+
+def connection_cap(wanted: int) -> int:
+    """``wanted``, or less: the soft descriptor limit less :data:`DESCRIPTOR_RESERVE`, so that
+    connections past the cap are refused cleanly instead of failing accept with EMFILE."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, soft - DESCRIPTOR_RESERVE))
 
 
 class _Server(uvicorn.Server):
@@ -71,12 +86,12 @@ class WebServer:
     ) -> None:
         self.host = host
         self.port = port
-        self.limits = limits
+        self.limits = replace(limits, max_connections=connection_cap(limits.max_connections))
         ws = websocket or WebSocketLimits()
         self._draining = _Draining(app)
         self.config = uvicorn.Config(
             self._draining,
-            http=guarded_protocol(limits, refusals),
+            http=guarded_protocol(self.limits, refusals),
             ws="websockets-sansio" if websocket is not None else "none",
             ws_max_size=ws.max_message_bytes,
             ws_ping_interval=ws.ping_interval,

@@ -190,6 +190,12 @@ class GuardedProtocol(H11Protocol):
         if not self.transport.is_closing() and not self._closing:
             self._arm(self.limits.header_timeout, self._head_late)
 
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        """The connection becomes uvicorn's WebSocket protocol's: no timer of ours stays on it
+        (the WebSocket has its own pings and the app its idle timeout)."""
+        self._disarm()
+        super().handle_websocket_upgrade(event)
+
     def send_400_response(self, msg: str) -> None:
         """uvicorn's hook for what h11 refused: the refusal the guard recorded, in the app's
         JSON (uvicorn calls this on every :class:`h11.RemoteProtocolError`)."""

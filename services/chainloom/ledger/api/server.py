@@ -52,6 +52,20 @@ class ApiOptions:
     """How often the stored ledger range is re-read."""
     version: str = "0"
     """Reported as ``server_info.build_version``."""
+    header_timeout: float = 20.0
+    """Seconds for a whole request head (from connecting, or from the previous answer: the
+    keep-alive timeout too); then the connection is closed."""
+    body_timeout: float = 20.0
+    """Seconds for a whole body once its head arrived; then 408."""
+    max_connections: int = 4096
+    """Open connections (HTTP and WebSocket) before a new one is refused (503, closed); never
+    more than the process's descriptor limit less a reserve (:mod:`chainloom.web.server`)."""
+    ws_idle_timeout: float = 300.0
+    """Seconds a WebSocket may stay without a request; then it is closed (1001, ``idle``)."""
+    ws_ping_interval: float = 20.0
+    """Seconds between the server's pings on a WebSocket."""
+    ws_ping_timeout: float = 20.0
+    """Seconds to wait for the pong; a client that does not answer is disconnected."""
 
 
 class PlainRefusals(JsonErrors):
@@ -115,7 +129,12 @@ class LedgerApi:
         await socket.accept()
         try:
             while True:
-                message = await socket.receive()
+                try:
+                    async with asyncio.timeout(self.options.ws_idle_timeout):
+                        message = await socket.receive()
+                except TimeoutError:
+                    await socket.close(1001, "idle")
+                    return
                 if message["type"] == "websocket.disconnect":
                     return
                 try:
@@ -194,18 +213,22 @@ def _frame_text(message: Any) -> str:
         raise MalformedRequestError("Unable to parse request: a binary frame not UTF-8") from None
 
 
-LIMITS = Limits(
-    max_body_bytes=rq.MAX_BODY_BYTES, header_timeout=20.0, body_timeout=20.0, log_name="ledger api"
-)
-"""The HTTP limits of the ledger API."""
-
-WEBSOCKET = WebSocketLimits(max_message_bytes=rq.MAX_BODY_BYTES)
-"""Its WebSocket limits."""
-
-
 def web_server(api: LedgerApi, host: str, port: int) -> WebServer:
-    """The ledger API's server on ``host:port``."""
-    return WebServer(api.app(), host, port, LIMITS, ERRORS, websocket=WEBSOCKET)
+    """The ledger API's server on ``host:port``, within the limits of its options."""
+    options = api.options
+    limits = Limits(
+        max_body_bytes=rq.MAX_BODY_BYTES,
+        header_timeout=options.header_timeout,
+        body_timeout=options.body_timeout,
+        max_connections=options.max_connections,
+        log_name="ledger api",
+    )
+    websocket = WebSocketLimits(
+        ping_interval=options.ws_ping_interval,
+        ping_timeout=options.ws_ping_timeout,
+        max_message_bytes=rq.MAX_BODY_BYTES,
+    )
+    return WebServer(api.app(), host, port, limits, ERRORS, websocket=websocket)
 
 
 class ServerThread:

@@ -5,18 +5,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import socket
 import struct
 import time
+from dataclasses import replace
 from typing import Any, cast
 
 import httpx
 import orjson
 import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from chainloom.ledger.api.server import ApiOptions, LedgerApi, web_server
 from chainloom.ledger.backend import BackendInterface
+from chainloom.web.server import DESCRIPTOR_RESERVE, connection_cap
 
 ACCOUNT = "rHb9CJAWyB4rj91VRWn96DkukG4bwdtyTh"
 
@@ -192,3 +196,88 @@ def _assert_at_most_one_line(caplog: pytest.LogCaptureFixture, per: int = 1) -> 
         assert "\n" not in record.getMessage(), record.getMessage()
     said = [r for r in server if r.name.startswith(("chainloom", "uvicorn"))]
     assert len(said) <= per, [r.getMessage() for r in said]
+
+
+def _serving_with(options: ApiOptions, test: Any) -> None:
+    async def run() -> None:
+        api = LedgerApi(cast(BackendInterface, UntouchableBackend()), options)
+        server = web_server(api, "127.0.0.1", 0)
+        port = await server.start()
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, test, port)
+        finally:
+            await server.stop(drain_timeout=2)
+            await api.close()
+
+    asyncio.run(run())
+
+
+def _closed_after(conn: socket.socket, within: float) -> float:
+    """Seconds until the server closes ``conn`` (reading and dropping what it sends)."""
+    start = time.monotonic()
+    conn.settimeout(within)
+    while conn.recv(65536):
+        pass
+    return time.monotonic() - start
+
+
+SHORT = ApiOptions(
+    range_refresh_seconds=3600.0,
+    header_timeout=0.5,
+    body_timeout=0.5,
+    ws_idle_timeout=0.5,
+    max_connections=5,
+)
+
+
+def test_idle_and_slow_connections_are_closed() -> None:
+    seconds: dict[str, float] = {}
+
+    def idle(port: int) -> None:
+        with socket.create_connection(("127.0.0.1", port)) as silent:
+            seconds["silent"] = _closed_after(silent, 5)
+        with socket.create_connection(("127.0.0.1", port)) as slow:
+            slow.sendall(b"POST / HTTP/1.1\r\nHost: l\r\n")  # and nothing more
+            seconds["slow head"] = _closed_after(slow, 5)
+        with socket.create_connection(("127.0.0.1", port)) as kept:
+            kept.sendall(b"POST / HTTP/1.1\r\nHost: l\r\nContent-Length: 2\r\n\r\n{}")
+            seconds["kept alive"] = _closed_after(kept, 5)
+        with connect(f"ws://127.0.0.1:{port}/") as client:
+            start = time.monotonic()
+            with pytest.raises(ConnectionClosed) as closed:
+                client.recv(timeout=5)
+            seconds["websocket"] = time.monotonic() - start
+            assert closed.value.rcvd is not None
+            assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1001, "idle")
+
+    _serving_with(SHORT, idle)
+    assert all(0.4 <= s < 2.5 for s in seconds.values()), seconds
+
+
+def test_connections_past_the_cap_are_refused_cleanly(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    answers: list[bytes] = []
+    options = replace(SHORT, header_timeout=10.0)
+
+    def crowd(port: int) -> None:
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+        time.sleep(0.2)
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", port)) as late:
+                late.settimeout(5)
+                answers.append(late.recv(65536))
+        for conn in held:
+            conn.close()
+
+    _serving_with(options, crowd)
+    assert all(a.startswith(b"HTTP/1.1 503 Service Unavailable\r\n") for a in answers), answers
+    assert all(a.endswith(b"more than 5 connections open; retry shortly\n") for a in answers)
+    refused = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert refused == ["ledger api: 1 connection(s) refused: over max_connections (5)"]
+    assert all(r.exc_info is None for r in caplog.records)
+
+
+def test_the_connection_cap_stays_below_the_descriptor_limit() -> None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert connection_cap(10**9) == soft - DESCRIPTOR_RESERVE
+    assert connection_cap(5) == 5
