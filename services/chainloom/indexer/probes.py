@@ -21,7 +21,7 @@ from fastapi import FastAPI
 from fastapi.responses import Response
 
 from chainloom import telemetry
-from chainloom.web import errors
+from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
 from chainloom.web.server import WebServer
 from chainloom.web.wire import Limits
@@ -53,8 +53,7 @@ def _json(status: int, body: Mapping[str, object]) -> Response:
 def probe_app(probed: Probed, metrics: Callable[[], bytes]) -> FastAPI:
     """The probe routes over ``probed``; ``metrics`` renders ``/metrics`` (Prometheus text,
     :meth:`chainloom.indexer.metrics.IndexerMetrics.exposition`)."""
-    app = FastAPI(title="chainloom indexer probes", docs_url=None, redoc_url=None)
-    errors.install(app, ERRORS, routes_hint="/healthz, /readyz, /metrics")
+    app = make_app("chainloom indexer probes", ERRORS, routes_hint="/healthz, /readyz, /metrics")
 
     @app.get("/healthz", summary="Liveness: the event loop answers.")
     async def healthz() -> Response:

@@ -31,7 +31,7 @@ from fastapi.responses import Response
 from chainloom.relayer.intake import IntakeResult, Outcome
 from chainloom.relayer.validation import decode_text
 from chainloom.telemetry import PROMETHEUS_CONTENT_TYPE
-from chainloom.web import errors as web_errors
+from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
 from chainloom.wormhole.errors import WormholeError
 
@@ -130,8 +130,7 @@ def rest_app(listener: IntakeService, *, max_request_bytes: int) -> FastAPI:
     """The endpoint's routes over ``listener``. The wire guard has read and bounded the body
     before a route runs; ``max_request_bytes`` also bounds the VAA text of ``GET
     /relayvaa/...``. A ``GET`` route answers ``HEAD`` too."""
-    app = FastAPI(title="chainloom relayer", docs_url=None, redoc_url=None)
-    web_errors.install(app, ERRORS, routes_hint="GET / lists the routes")
+    app = make_app("chainloom relayer", ERRORS, routes_hint="GET / lists the routes")
 
     async def submit_text(text: str) -> Response:
         try:

@@ -38,7 +38,7 @@ from chainloom.eventstore.errors import (
 from chainloom.eventstore.gaps import OpenGap
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id
 from chainloom.eventstore.queries import StoredMessage
-from chainloom.web import errors as web_errors
+from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
 from chainloom.web.server import WebServer
 from chainloom.web.wire import Limits
@@ -226,15 +226,14 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 def events_app(api: EventsApi) -> FastAPI:
     """The API's routes over ``api``; ``/openapi.json`` documents them (OpenAPI 3.1)."""
-    app = FastAPI(
-        title="chainloom events API",
+    app = make_app(
+        "chainloom events API",
+        ERRORS,
+        routes_hint="GET /openapi.json lists the routes",
         version=api.version,
         description="Wormhole messages from the chainloom event store (Bigtable). "
         "See docs/events-api.md.",
-        docs_url=None,
-        redoc_url=None,
     )
-    web_errors.install(app, ERRORS, routes_hint="GET /openapi.json lists the routes")
     settings = api.settings
     key = api.cursor_key
 

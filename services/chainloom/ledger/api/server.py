@@ -32,7 +32,7 @@ from chainloom.ledger.api.methods import Context, answer
 from chainloom.ledger.api.shapes import error_body, success
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.errors import LedgerError
-from chainloom.web import errors as web_errors
+from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
 from chainloom.web.server import WebServer, WebSocketLimits
 from chainloom.web.wire import Limits
@@ -99,8 +99,7 @@ class LedgerApi:
 
     def app(self) -> FastAPI:
         """The application: JSON-RPC on ``POST /``, rippled's WebSocket API on ``/``."""
-        app = FastAPI(title="chainloom ledger API", docs_url=None, redoc_url=None)
-        web_errors.install(app, ERRORS, routes_hint="POST / or a WebSocket on /")
+        app = make_app("chainloom ledger API", ERRORS, routes_hint="POST / or a WebSocket on /")
 
         @app.post("/", summary="One JSON-RPC call (rippled's public API).")
         async def handle(request: Request) -> Response:
