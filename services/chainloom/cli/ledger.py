@@ -445,6 +445,13 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     help="Open connections before a new one is refused (never above the descriptor limit).",
 )
 @click.option(
+    "--client-budget",
+    type=click.IntRange(1),
+    default=64,
+    show_default=True,
+    help="Weight one client address may have in flight before slowDown (ledger_data 8).",
+)
+@click.option(
     "--ws-idle-timeout",
     type=click.FloatRange(0, min_open=True),
     default=300.0,
@@ -462,6 +469,7 @@ def api(
     header_timeout: float,
     max_connections: int,
     ws_idle_timeout: float,
+    client_budget: int,
     **options: Any,
 ) -> None:
     """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted."""
@@ -484,6 +492,7 @@ def api(
         body_timeout=header_timeout,
         max_connections=max_connections,
         ws_idle_timeout=ws_idle_timeout,
+        client_budget=client_budget,
     )
 
     async def main() -> None:

@@ -66,6 +66,24 @@ class ApiOptions:
     """Seconds between the server's pings on a WebSocket."""
     ws_ping_timeout: float = 20.0
     """Seconds to wait for the pong; a client that does not answer is disconnected."""
+    client_budget: int = 64
+    """Weight (:data:`METHOD_WEIGHTS`) one client address may have in flight; a call past it
+    is answered ``slowDown`` at once (Clio's DoS guard)."""
+    light_workers: int = 4
+    """Threads for the cheap methods (weight 1), apart from ``workers``: a cheap call is never
+    queued behind expensive ones."""
+
+
+METHOD_WEIGHTS: dict[str, int] = {
+    "ledger_data": 8,
+    "account_tx": 4,
+    "nft_history": 4,
+    "nfts_by_issuer": 4,
+    "book_offers": 4,
+    "ledger": 2,
+}
+"""What a call costs against its client's budget (others: 1). Calls of weight 1 run on the
+light pool."""
 
 
 class PlainRefusals(JsonErrors):
@@ -94,7 +112,12 @@ class LedgerApi:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.options.workers, thread_name_prefix="ledger-api"
         )
-        self._pending = 0
+        self._light = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.options.light_workers, thread_name_prefix="ledger-api-light"
+        )
+        self._pending = {self._executor: 0, self._light: 0}
+        self._spent: dict[str, int] = {}
+        """Weight in flight per client address."""
         self._refresher: asyncio.Task[None] | None = None
 
     def app(self) -> FastAPI:
@@ -103,7 +126,8 @@ class LedgerApi:
 
         @app.post("/", summary="One JSON-RPC call (rippled's public API).")
         async def handle(request: Request) -> Response:
-            return await self.handle(await request.body())
+            client = request.client.host if request.client else "?"
+            return await self.handle(await request.body(), client)
 
         @app.websocket("/")
         async def websocket(socket: WebSocket) -> None:
@@ -111,13 +135,13 @@ class LedgerApi:
 
         return app
 
-    async def handle(self, body: bytes) -> Response:
-        """One JSON-RPC call."""
+    async def handle(self, body: bytes, client: str = "?") -> Response:
+        """One JSON-RPC call from ``client`` (its address)."""
         try:
             call = rq.parse_call(body)
         except MalformedRequestError as bad:
             return ERRORS.response(bad.http_status, str(bad))
-        result, status = await self.dispatch(call)
+        result, status = await self.dispatch(call, client)
         return Response(orjson.dumps({"result": result}), status, media_type="application/json")
 
     async def websocket(self, socket: WebSocket) -> None:
@@ -126,6 +150,7 @@ class LedgerApi:
         is a text frame, as rippled sends; a request in a binary frame is read as UTF-8 text
         and answered the same (``jsonInvalid`` when it is not UTF-8)."""
         await socket.accept()
+        client = socket.client.host if socket.client else "?"
         try:
             while True:
                 try:
@@ -142,26 +167,32 @@ class LedgerApi:
                     malformed = shapes.websocket_malformed(str(bad))
                     await socket.send_text(orjson.dumps(malformed).decode())
                     continue
-                result, _ = await self.dispatch(call)
+                result, _ = await self.dispatch(call, client)
                 body = orjson.dumps(shapes.websocket_body(request_id, result)).decode()
                 await socket.send_text(body)
         except WebSocketDisconnect:
             return
 
-    async def dispatch(self, call: rq.Call) -> tuple[dict[str, Any], int]:
-        """Validate and answer one call: the ``result`` object (a success or rippled's error
-        object) and its HTTP status."""
+    async def dispatch(self, call: rq.Call, client: str = "?") -> tuple[dict[str, Any], int]:
+        """Validate and answer one call from ``client``: the ``result`` object (a success or
+        rippled's error object) and its HTTP status.
+
+        The call's weight counts against the client's budget while it runs (past the budget:
+        ``slowDown``); cheap calls run on a pool of their own, each pool with its own
+        ``max_pending`` (past it: ``tooBusy``), so expensive calls never hold cheap ones up."""
         try:
             params = rq.parse_params(call)
         except RpcError as refused:
             return self._refusal(refused, call)
-        if self._pending >= self.options.max_pending:
-            return self._refusal(RpcError("tooBusy"), call)
-        self._pending += 1
+        weight = METHOD_WEIGHTS.get(call.method, 1)
+        pool = self._light if weight == 1 else self._executor
+        refusal = self._admit(pool, weight, client)
+        if refusal is not None:
+            return self._refusal(refusal, call)
         try:
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(
-                self._executor, answer, self.context, call.method, params, call.api_version
+                pool, answer, self.context, call.method, params, call.api_version
             )
         except RpcError as refused:
             return self._refusal(refused, call)
@@ -172,8 +203,26 @@ class LedgerApi:
             log.error("ledger api: %s failed: %s", call.method, failed)
             return self._refusal(RpcError("internal", str(failed)), call)
         finally:
-            self._pending -= 1
+            self._pending[pool] -= 1
+            left = self._spent[client] - weight
+            if left:
+                self._spent[client] = left
+            else:
+                del self._spent[client]
         return success(result)["result"], 200
+
+    def _admit(
+        self, pool: concurrent.futures.ThreadPoolExecutor, weight: int, client: str
+    ) -> RpcError | None:
+        """Count a call in (its pool's pending, its client's weight), or why it is refused."""
+        spent = self._spent.get(client, 0)
+        if spent + weight > self.options.client_budget:
+            return RpcError("slowDown")
+        if self._pending[pool] >= self.options.max_pending:
+            return RpcError("tooBusy")
+        self._pending[pool] += 1
+        self._spent[client] = spent + weight
+        return None
 
     @staticmethod
     def _refusal(refused: RpcError, call: rq.Call) -> tuple[dict[str, Any], int]:
@@ -199,6 +248,7 @@ class LedgerApi:
         if self._refresher is not None:
             self._refresher.cancel()
         self._executor.shutdown(wait=True, cancel_futures=True)
+        self._light.shutdown(wait=True, cancel_futures=True)
 
 
 def _frame_text(message: Any) -> str:

@@ -20,6 +20,7 @@ from websockets.sync.client import connect
 
 from chainloom.ledger.api.server import ApiOptions, LedgerApi, web_server
 from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.types import LedgerRange
 from chainloom.web.server import DESCRIPTOR_RESERVE, connection_cap
 
 ACCOUNT = "rHb9CJAWyB4rj91VRWn96DkukG4bwdtyTh"
@@ -281,3 +282,53 @@ def test_the_connection_cap_stays_below_the_descriptor_limit() -> None:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert connection_cap(10**9) == soft - DESCRIPTOR_RESERVE
     assert connection_cap(5) == 5
+
+
+class HeavyBackend:
+    """A stored range at once; a ledger header only after ``delay`` seconds (and none)."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def fetch_ledger_range(self) -> LedgerRange:
+        return LedgerRange(1, 10)
+
+    def fetch_ledger_by_sequence(self, sequence: int) -> None:
+        time.sleep(self.delay)
+
+
+def test_one_client_cannot_starve_another() -> None:
+    """300 ledger_data from one client (Clio's DoS case, scaled down): the client's budget
+    refuses what is past it at once (slowDown), and another client's ledger_range is answered
+    at once, never queued behind the expensive calls."""
+    api = LedgerApi(
+        cast(BackendInterface, HeavyBackend(0.5)),
+        ApiOptions(range_refresh_seconds=3600.0, workers=2, max_pending=8, client_budget=32),
+    )
+    app = api.app()
+    heavy = b'{"method": "ledger_data", "params": [{"ledger_index": 5}]}'
+    cheap = b'{"method": "ledger_range", "params": [{}]}'
+
+    async def run() -> tuple[list[httpx.Response], httpx.Response, float]:
+        flood = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, client=("192.0.2.1", 1)), base_url="http://l"
+        )
+        other = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, client=("192.0.2.2", 1)), base_url="http://l"
+        )
+        async with flood, other:
+            calls = [asyncio.create_task(flood.post("/", content=heavy)) for _ in range(30)]
+            await asyncio.sleep(0.1)  # the flood is in flight
+            start = time.monotonic()
+            answer = await other.post("/", content=cheap)
+            seconds = time.monotonic() - start
+            return await asyncio.gather(*calls), answer, seconds
+
+    flooded, answer, seconds = asyncio.run(run())
+    asyncio.run(api.close())
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["result"]["ledger_index_max"] == 10
+    assert seconds < 0.4
+    refused = [r for r in flooded if r.json()["result"].get("error") == "slowDown"]
+    assert len(refused) == 30 - 32 // 8  # weight 8 each: four in flight, the rest refused
+    assert all(r.status_code == 503 for r in refused)
