@@ -56,13 +56,20 @@ def _settings(
 
 
 def _open(ctx: click.Context) -> BigtableTables:
-    from chainloom.eventstore.errors import StoreConfigError
-    from chainloom.eventstore.service import open_store
+    """The tables, once a connection to the store opened within ``bigtable.connect_timeout``
+    (an unreachable store exits 4 in seconds, not after the whole operation deadline)."""
+    from chainloom.eventstore.bigtable import check_reachable
+    from chainloom.eventstore.errors import StoreConfigError, StoreUnavailableError
+    from chainloom.eventstore.service import locate, open_store
 
+    settings = _settings(ctx)
     try:
-        return open_store(_settings(ctx))
+        check_reachable(locate(settings))
+        return open_store(settings)
     except StoreConfigError as error:
         fail(str(error))
+    except StoreUnavailableError as error:
+        _unavailable(error)
 
 
 def _unavailable(error: StoreUnavailableError) -> NoReturn:

@@ -28,6 +28,7 @@ from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
 from chainloom.eventstore.api import models, params, shapes
+from chainloom.eventstore.api.circuit import StoreCircuit
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.errors import ApiError, BadParameterError, NotFoundError
 from chainloom.eventstore.errors import (
@@ -114,22 +115,49 @@ class EventsApi:
             max_workers=settings.workers, thread_name_prefix="events-api"
         )
         self._pending = 0
+        self.circuit = StoreCircuit(self._check_store, settings.probe_interval)
+        """Open while the store is known down (:mod:`chainloom.eventstore.api.circuit`)."""
         self.cursor_key = cursor_key(settings.cursor_key_file)
         """The key list cursors are MACed with (:mod:`chainloom.eventstore.api.params`)."""
 
+    def _check_store(self) -> None:
+        self.reads.check()
+
     def close(self) -> None:
-        """End the thread pool (after the server stopped)."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """End the thread pool and the probe (after the server stopped)."""
+        self.circuit.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def read(self, call: Callable[..., T], *args: object) -> T:
-        """Run one blocking store call on the pool; 503 ``busy`` past ``max_pending``."""
+        """Run one blocking store call on the pool, answered within ``api.request_deadline``
+        (waiting for a thread included): 503 at once while the store is known down, ``busy``
+        past ``max_pending`` or when no thread was free in time, ``unavailable`` when the read
+        did not finish in time. A read that fails for an outage opens the circuit."""
+        if self.circuit.open:
+            raise self.circuit.refusal()
         if self._pending >= self.settings.max_pending:
             raise BusyError(
                 f"more than {self.settings.max_pending} requests in flight; retry shortly"
             )
+        deadline = self.settings.request_deadline
+        loop = asyncio.get_running_loop()
+        started = asyncio.Event()
+
+        def run() -> T:
+            loop.call_soon_threadsafe(started.set)
+            return call(*args)
+
         self._pending += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, call, *args)
+            async with asyncio.timeout(deadline):
+                return await loop.run_in_executor(self._executor, run)
+        except TimeoutError:
+            if not started.is_set():
+                raise BusyError(f"no thread free within {deadline:g} s; retry shortly") from None
+            raise DeadlineError(f"the store did not answer within {deadline:g} s") from None
+        except (StoreUnavailableError, TableMissingError) as down:
+            self.circuit.trip(down)
+            raise
         finally:
             self._pending -= 1
 
@@ -157,10 +185,17 @@ def cursor_key(path: pathlib.Path | None) -> bytes:
 
 
 class BusyError(ApiError):
-    """More requests in flight than ``api.max_pending``."""
+    """More requests in flight than ``api.max_pending``, or no thread free in time."""
 
     status = 503
     word = "busy"
+
+
+class DeadlineError(ApiError):
+    """The store did not answer within ``api.request_deadline``."""
+
+    status = 503
+    word = "unavailable"
 
 
 def _only(*names: str) -> Callable[[Request], Awaitable[dict[str, str]]]:
@@ -233,6 +268,7 @@ def events_app(api: EventsApi) -> FastAPI:
         version=api.version,
         description="Wormhole messages from the chainloom event store (Bigtable). "
         "See docs/events-api.md.",
+        cancel_on_disconnect=True,
     )
     settings = api.settings
     key = api.cursor_key
@@ -243,8 +279,7 @@ def events_app(api: EventsApi) -> FastAPI:
         return ERRORS.response(error.status, error.reason, parameter=parameter, error=error.word)
 
     async def outage(request: Request, error: Exception) -> Response:
-        if isinstance(error, StoreUnavailableError):
-            log.warning("events api: %s %s: %s", request.method, request.url.path[:200], error)
+        del request  # logged once by the circuit when it opens, not once per request
         return ERRORS.response(503, str(error))
 
     app.add_exception_handler(ApiError, refused)

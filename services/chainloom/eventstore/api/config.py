@@ -48,6 +48,21 @@ class EventsApiSettings(Part):
         "mounted Secret), the same for every replica; unset: a random key per process, so a "
         "cursor is refused by another replica or after a restart.",
     )
+    request_deadline: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="Seconds within which every request is answered, waiting for a thread "
+        "included: a read not done by then is answered 503 (keep bigtable.operation_timeout "
+        "below it).",
+    )
+    probe_interval: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="Seconds between checks of the store while it is known down (requests are "
+        "answered 503 at once meanwhile).",
+    )
     header_timeout: float = Field(
         default=20.0,
         gt=0,

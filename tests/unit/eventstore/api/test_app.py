@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -286,3 +287,53 @@ def test_methods_openapi_and_health() -> None:
     refusal, _ = ERRORS.render(431, "request head exceeds 8192 bytes")
     assert json.loads(refusal)["error"] == "head_too_large"
     api.close()
+
+
+def test_a_store_outage_opens_the_circuit_until_a_probe_finds_it_back() -> None:
+    reads = MemoryReads(MESSAGES)
+    reads.outage = MESSAGES[0]
+    api = _api(reads, probe_interval=0.2)
+    target = f"/api/v1/vaas/2/{EMITTER}/1"
+
+    async def run() -> list[tuple[int, int]]:
+        transport = httpx.ASGITransport(app=events_app(api))
+        seen: list[tuple[int, int]] = []
+        async with httpx.AsyncClient(transport=transport, base_url="http://events") as client:
+            for _ in range(5):  # the first read finds the outage; the others are not tried
+                seen.append(((await client.get(target)).status_code, len(reads.calls)))
+            reads.outage = None  # the store is back; the next probe finds it
+            await asyncio.sleep(0.5)
+            seen.append(((await client.get(target)).status_code, len(reads.calls)))
+        return seen
+
+    seen = asyncio.run(run())
+    api.close()
+    assert seen[:5] == [(503, 1)] * 5
+    assert seen[5][0] == 200
+    assert "check" in reads.calls  # the probe
+
+
+def test_a_read_not_done_within_the_deadline_is_answered_503() -> None:
+    reads = MemoryReads(MESSAGES)
+    reads.gate = threading.Event()  # every read waits (up to 10 s)
+    api = _api(reads, request_deadline=0.3, workers=1)
+    target = f"/api/v1/vaas/2/{EMITTER}/1"
+
+    async def run() -> list[tuple[int, str, float]]:
+        transport = httpx.ASGITransport(app=events_app(api))
+        async with httpx.AsyncClient(transport=transport, base_url="http://events") as client:
+
+            async def timed() -> tuple[int, str, float]:
+                start = time.monotonic()
+                answer = await client.get(target)
+                return answer.status_code, answer.json()["error"], time.monotonic() - start
+
+            return list(await asyncio.gather(timed(), timed()))
+
+    answers = asyncio.run(run())
+    assert reads.gate is not None
+    reads.gate.set()
+    api.close()
+    # One read runs and is late; the other never got the only thread.
+    assert sorted(a[:2] for a in answers) == [(503, "busy"), (503, "unavailable")]
+    assert all(seconds < 1.0 for *_, seconds in answers)
