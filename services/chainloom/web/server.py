@@ -101,6 +101,7 @@ class WebServer:
             access_log=False,
             log_config=None,
             server_header=False,
+            proxy_headers=False,  # X-Forwarded-For from a client is not its address
             timeout_keep_alive=max(1, round(limits.header_timeout)),
             h11_max_incomplete_event_size=limits.max_head_bytes,
         )

@@ -332,3 +332,31 @@ def test_one_client_cannot_starve_another() -> None:
     refused = [r for r in flooded if r.json()["result"].get("error") == "slowDown"]
     assert len(refused) == 30 - 32 // 8  # weight 8 each: four in flight, the rest refused
     assert all(r.status_code == 503 for r in refused)
+
+
+def test_a_forwarded_for_header_does_not_change_who_the_client_is() -> None:
+    api = LedgerApi(
+        cast(BackendInterface, HeavyBackend(0.5)),
+        ApiOptions(range_refresh_seconds=3600.0, client_budget=8),
+    )
+    heavy = b'{"method": "ledger_data", "params": [{"ledger_index": 5}]}'
+    errors: list[str | None] = []
+
+    async def run() -> None:
+        server = web_server(api, "127.0.0.1", 0)
+        port = await server.start()
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                replies = await asyncio.gather(
+                    *(
+                        client.post("/", content=heavy, headers={"X-Forwarded-For": f"192.0.2.{n}"})
+                        for n in (1, 2)
+                    )
+                )
+            errors.extend(r.json()["result"].get("error") for r in replies)
+        finally:
+            await server.stop(drain_timeout=2)
+            await api.close()
+
+    asyncio.run(run())
+    assert sorted(errors, key=str) == sorted(["lgrNotFound", "slowDown"], key=str)
