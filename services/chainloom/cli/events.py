@@ -56,13 +56,20 @@ def _settings(
 
 
 def _open(ctx: click.Context) -> BigtableTables:
-    from chainloom.eventstore.errors import StoreConfigError
-    from chainloom.eventstore.service import open_store
+    """The tables, once a connection to the store opened within ``bigtable.connect_timeout``
+    (an unreachable store exits 4 in seconds, not after the whole operation deadline)."""
+    from chainloom.eventstore.bigtable import check_reachable
+    from chainloom.eventstore.errors import StoreConfigError, StoreUnavailableError
+    from chainloom.eventstore.service import locate, open_store
 
+    settings = _settings(ctx)
     try:
-        return open_store(_settings(ctx))
+        check_reachable(locate(settings))
+        return open_store(settings)
     except StoreConfigError as error:
         fail(str(error))
+    except StoreUnavailableError as error:
+        _unavailable(error)
 
 
 def _unavailable(error: StoreUnavailableError) -> NoReturn:
@@ -632,7 +639,7 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
     import signal
     from importlib.metadata import PackageNotFoundError, version
 
-    from chainloom.eventstore.api.app import serve
+    from chainloom.eventstore.api.app import cursor_key, serve
     from chainloom.eventstore.api.reads import StoreReads
     from chainloom.eventstore.errors import StoreConfigError
     from chainloom.eventstore.service import open_store
@@ -656,6 +663,7 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
         await serve(reads, listen, stop=stop, on_ready=ready, version=release)
 
     try:
+        cursor_key(listen.cursor_key_file)  # a bad key file stops it before anything starts
         tables = open_store(settings)
     except StoreConfigError as error:
         fail(str(error))

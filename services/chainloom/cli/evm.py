@@ -24,7 +24,7 @@ def evm() -> None:
 def _emitter(text: str) -> tuple[int, bytes]:
     chain, _, address = text.partition(":")
     raw = address.strip().lower().removeprefix("0x")
-    if not chain.isdigit() or len(raw) not in (40, 64):
+    if not (chain.isascii() and chain.isdigit()) or len(raw) not in (40, 64):
         raise click.BadParameter(
             f"{text!r} is not CHAIN:ADDRESS (a Wormhole chain id and 20 or 32 bytes of hex)",
             param_hint="--emitter",

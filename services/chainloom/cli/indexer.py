@@ -87,4 +87,8 @@ def _emitter(text: str) -> dict[str, Any]:
     chain, sep, address = text.partition(":")
     if not sep or not chain.strip() or not address.strip():
         fail(f"--emitter {text!r}: expected CHAIN:ADDRESS (chain id or name, hex address)")
-    return {"chain": int(chain) if chain.strip().isdigit() else chain.strip(), "address": address}
+    chain = chain.strip()
+    return {
+        "chain": int(chain) if chain.isascii() and chain.isdigit() else chain,
+        "address": address,
+    }

@@ -336,7 +336,8 @@ def account_tx(account: str, forward: bool, limit: int, marker: str | None, **op
     cursor = None
     if marker:
         ledger_text, _, index_text = marker.partition(":")
-        if not (ledger_text.isdigit() and index_text.isdigit()):
+        if not (f"{ledger_text}{index_text}".isascii() and ledger_text.isdigit()
+                and index_text.isdigit()):  # fmt: skip
             raise LedgerInputError(f"marker {marker!r} is not LEDGER:INDEX")
         cursor = TransactionsCursor(int(ledger_text), int(index_text))
     backend = _open_backend(options, read_only=True)
@@ -428,9 +429,48 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     show_default=True,
     help="Requests in flight before answering tooBusy (503).",
 )
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=20.0,
+    show_default=True,
+    help="Seconds for a request head (and the keep-alive timeout); then the connection closes.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=4096,
+    show_default=True,
+    help="Open connections before a new one is refused (never above the descriptor limit).",
+)
+@click.option(
+    "--client-budget",
+    type=click.IntRange(1),
+    default=64,
+    show_default=True,
+    help="Weight one client address may have in flight before slowDown (ledger_data 8).",
+)
+@click.option(
+    "--ws-idle-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds a WebSocket may stay without a request before it is closed.",
+)
 @_backend_options
 @_guard
-def api(host: str, port: int, workers: int, max_pending: int, **options: Any) -> None:
+def api(
+    host: str,
+    port: int,
+    workers: int,
+    max_pending: int,
+    *,
+    header_timeout: float,
+    max_connections: int,
+    ws_idle_timeout: float,
+    client_budget: int,
+    **options: Any,
+) -> None:
     """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted."""
     import asyncio
     from importlib.metadata import PackageNotFoundError, version
@@ -443,7 +483,16 @@ def api(host: str, port: int, workers: int, max_pending: int, **options: Any) ->
         __version__ = "0"
 
     backend = _open_backend(options, read_only=True)
-    settings = ApiOptions(workers=workers, max_pending=max_pending, version=__version__)
+    settings = ApiOptions(
+        workers=workers,
+        max_pending=max_pending,
+        version=__version__,
+        header_timeout=header_timeout,
+        body_timeout=header_timeout,
+        max_connections=max_connections,
+        ws_idle_timeout=ws_idle_timeout,
+        client_budget=client_budget,
+    )
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import socket
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
@@ -67,6 +68,31 @@ def endpoint(settings: BigtableSettings) -> str:
     if emulator:
         return f"emulator {emulator}"
     return f"projects/{settings.project}/instances/{settings.instance}"
+
+
+DEFAULT_DATA_HOST = ("bigtable.googleapis.com", 443)
+"""Where the data client connects when no emulator is set."""
+
+
+def check_reachable(settings: BigtableSettings) -> None:
+    """Open (and close) one TCP connection to where the calls go, within
+    ``bigtable.connect_timeout``: a refused or silent endpoint is a
+    :class:`StoreUnavailableError` in seconds, not after the client's retries ran out
+    ``bigtable.operation_timeout``."""
+    emulator = os.environ.get(EMULATOR_ENV)
+    host, port = DEFAULT_DATA_HOST
+    if emulator:
+        host, _, port_text = emulator.rpartition(":")
+        port = int(port_text) if port_text.isascii() and port_text.isdigit() else 0
+    timeout = settings.connect_timeout
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except TimeoutError:
+        cause = f"no connection within {timeout:g} s"
+        raise StoreUnavailableError(endpoint(settings), cause) from None
+    except OSError as error:
+        cause = f"cannot connect: {error.strerror or error}"
+        raise StoreUnavailableError(endpoint(settings), cause) from None
 
 
 def _outage_errors() -> tuple[type[BaseException], ...]:

@@ -75,9 +75,9 @@ class MessageKey:
         if len(parts) != 3:
             raise MessageKeyError(text, "expected CHAIN/EMITTER/SEQUENCE")
         chain_text, emitter_text, sequence_text = parts
-        if not chain_text.isdigit():
+        if not (chain_text.isascii() and chain_text.isdigit()):
             raise MessageKeyError(text, f"chain {chain_text!r} is not a decimal number")
-        if not sequence_text.isdigit():
+        if not (sequence_text.isascii() and sequence_text.isdigit()):
             raise MessageKeyError(text, f"sequence {sequence_text!r} is not a decimal number")
         return cls(int(chain_text), normalize_emitter(emitter_text, text), int(sequence_text))
 

@@ -1,4 +1,4 @@
-"""The indexer's ``/healthz``, ``/readyz`` and ``/metrics`` (on :mod:`chainloom.http_server`).
+"""The indexer's ``/healthz``, ``/readyz`` and ``/metrics`` (on :mod:`chainloom.web`).
 
 Why these three: Kubernetes restarts a pod whose liveness probe fails and takes one out of
 service whose readiness probe fails; Prometheus scrapes the text format. ``/healthz`` answers
@@ -6,8 +6,8 @@ service whose readiness probe fails; Prometheus scrapes the text format. ``/heal
 established, the store answered its last write or check, and no drain is under way; otherwise
 503, with the reason in the JSON body. Neither calls the store: the pipeline keeps the
 states current (:mod:`chainloom.indexer.pipeline`), so a probe never waits on an outage.
-The routes are a plain :class:`ProbeApp`; the server is the same one the relayer's REST endpoint
-runs on, with its limits and timeouts.
+The routes are a small FastAPI app (:func:`probe_app`); the server is the same stack the
+relayer's REST endpoint runs on, with its limits and timeouts.
 """
 
 from __future__ import annotations
@@ -17,13 +17,25 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from fastapi import FastAPI
+from fastapi.responses import Response
+
 from chainloom import telemetry
-from chainloom.http_server import HttpServer, Limits, Request, Response
+from chainloom.web.app import make_app
+from chainloom.web.errors import JsonErrors
+from chainloom.web.server import WebServer
+from chainloom.web.wire import Limits
 
 log = logging.getLogger(__name__)
 
-_LIMITS = Limits(max_body_bytes=0, header_timeout=10.0, body_timeout=10.0)
+_LIMITS = Limits(max_body_bytes=0, header_timeout=10.0, body_timeout=10.0, log_name="probes")
 """Probes take no body; a scraper that cannot send a head in 10 s is cut off."""
+
+ERRORS = JsonErrors(
+    "error", {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}, "refused",
+    log_name="probes",
+)  # fmt: skip
+"""``{"error", "reason"}``: the probes' refusals."""
 
 
 class Probed(Protocol):
@@ -34,43 +46,29 @@ class Probed(Protocol):
         ...
 
 
-def _json(
-    status: int, body: Mapping[str, object], headers: tuple[tuple[str, str], ...] = ()
-) -> Response:
-    return Response(status, json.dumps(body).encode(), headers=headers)
+def _json(status: int, body: Mapping[str, object]) -> Response:
+    return Response(json.dumps(body).encode(), status, media_type="application/json")
 
 
-class ProbeApp:
+def probe_app(probed: Probed, metrics: Callable[[], bytes]) -> FastAPI:
     """The probe routes over ``probed``; ``metrics`` renders ``/metrics`` (Prometheus text,
     :meth:`chainloom.indexer.metrics.IndexerMetrics.exposition`)."""
+    app = make_app("chainloom indexer probes", ERRORS, routes_hint="/healthz, /readyz, /metrics")
 
-    def __init__(self, probed: Probed, metrics: Callable[[], bytes]) -> None:
-        self.probed = probed
-        self.metrics = metrics
+    @app.get("/healthz", summary="Liveness: the event loop answers.")
+    async def healthz() -> Response:
+        return _json(200, {"status": "ok"})
 
-    async def respond(self, request: Request) -> Response:
-        """``GET`` (or ``HEAD``) of one of the three paths; 404 and 405 otherwise."""
-        path = request.path
-        if path not in ("/healthz", "/readyz", "/metrics"):
-            return _json(404, {"error": "not_found", "reason": f"no route {path}"})
-        if request.method not in ("GET", "HEAD"):
-            reason = f"{request.method} is not allowed on {path}"
-            return _json(
-                405, {"error": "method_not_allowed", "reason": reason}, (("Allow", "GET, HEAD"),)
-            )
-        if path == "/healthz":
-            return _json(200, {"status": "ok"})
-        if path == "/readyz":
-            ok, details = self.probed.ready()
-            body = {"status": "ready" if ok else "not ready", **details}
-            return _json(200 if ok else 503, body)
-        return Response(200, self.metrics(), content_type=telemetry.PROMETHEUS_CONTENT_TYPE)
+    @app.get("/readyz", summary="Readiness: stream, store and no drain.")
+    async def readyz() -> Response:
+        ok, details = probed.ready()
+        return _json(200 if ok else 503, {"status": "ready" if ok else "not ready", **details})
 
-    def refusal(self, status: int, reason: str) -> Response:
-        """The server's own refusals (malformed HTTP, timeouts), in the same JSON shape."""
-        return _json(
-            status, {"error": "bad_request" if status == 400 else "refused", "reason": reason}
-        )
+    @app.get("/metrics", summary="Prometheus text format.")
+    async def metrics_text() -> Response:
+        return Response(metrics(), 200, media_type=telemetry.PROMETHEUS_CONTENT_TYPE)
+
+    return app
 
 
 class ProbeServer:
@@ -85,7 +83,7 @@ class ProbeServer:
     ) -> None:
         self.host = host
         self.port = port
-        self._server = HttpServer(ProbeApp(probed, metrics), host, port, _LIMITS)
+        self._server = WebServer(probe_app(probed, metrics), host, port, _LIMITS, ERRORS)
 
     async def start(self) -> int:
         """Bind and serve; returns the port (the chosen one when ``port`` is 0)."""

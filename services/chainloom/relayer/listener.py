@@ -2,12 +2,12 @@
 
 Why a module of its own: the intake (:mod:`chainloom.relayer.intake`) decides VAAs and knows
 no transport; the REST mapping (:mod:`chainloom.relayer.rest`) knows routes and answers and
-nothing of Redis; the HTTP server (:mod:`chainloom.http_server`) knows the wire and no
+nothing of Redis; the HTTP stack (:mod:`chainloom.web`) knows the wire and no
 route. This module only wires them: it runs the blocking intake in a small thread pool next to
 the asyncio loop that serves gRPC and HTTP (one pooled Redis client is shared by every
 thread), subscribes to the spy, serves REST, and answers readiness and counters for both
 (``/metrics`` through :class:`~chainloom.relayer.metrics.ListenerMetrics`).
-The import direction is one way: listener -> rest -> intake (and rest -> http_server).
+The import direction is one way: listener -> rest -> intake (and both -> web).
 
 Readiness also reports how Redis persists the tables (:func:`read_persistence`), and the
 listener warns once at start when the append-only file is off: a request answered 202 lives
@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from chainloom.http_server import HttpServer, Limits
 from chainloom.relayer._redis import sync, text
 from chainloom.relayer.intake import Intake, IntakeResult, Outcome
 from chainloom.relayer.metrics import ListenerMetrics
-from chainloom.relayer.rest import RestApi
+from chainloom.relayer.rest import ERRORS, rest_app
+from chainloom.web.server import WebServer
+from chainloom.web.wire import Limits
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -95,7 +96,7 @@ class Listener:
         self.spy_workers = spy_workers
         self.port = 0
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="intake")
-        self._server: HttpServer | None = None
+        self._server: WebServer | None = None
         self._spy_task: asyncio.Task[None] | None = None
         self._recovery_task: asyncio.Task[None] | None = None
         self._recovery_stop = asyncio.Event()
@@ -236,15 +237,16 @@ class Listener:
         self.metrics.shutdown()
 
 
-def rest_server(listener: Listener, config: RestSettings) -> HttpServer:
+def rest_server(listener: Listener, config: RestSettings) -> WebServer:
     """The REST endpoint of ``listener`` on the address and within the limits of ``config``."""
     limits = Limits(
         max_body_bytes=config.max_request_bytes,
         header_timeout=config.header_timeout,
         body_timeout=config.body_timeout,
+        log_name="listener",
     )
-    api = RestApi(listener, max_request_bytes=config.max_request_bytes)
-    return HttpServer(api, config.host, config.port, limits)
+    app = rest_app(listener, max_request_bytes=config.max_request_bytes)
+    return WebServer(app, config.host, config.port, limits, ERRORS)
 
 
 def _address(client: redis.Redis) -> str:

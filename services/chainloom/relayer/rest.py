@@ -10,11 +10,10 @@ queued, 200 already known (and where), 422 rejected (and why), 400 malformed, 41
 This module maps requests to answers and does no I/O of its own: the intake
 (:mod:`chainloom.relayer.intake`) answers with an :class:`~chainloom.relayer.intake.Outcome`,
 :data:`HTTP_STATUS` maps it to a code, and :func:`response_body` writes the documented JSON.
-:class:`RestApi` routes whole requests (404, 405 with ``Allow``) to anything shaped like
-:class:`IntakeService`. The bytes on the wire are :mod:`chainloom.http_server`'s
-(h11): it reads and bounds requests (header and body timeouts, size limits) and answers what
-is not well-formed HTTP itself - through :meth:`RestApi.refusal`, so that those answers are the
-same JSON (:func:`error_response`, the ``status`` words of :data:`ERROR_STATUS`) as every other.
+:func:`rest_app` is the FastAPI app over anything shaped like :class:`IntakeService`; it runs on
+the project's HTTP stack (:mod:`chainloom.web`), whose wire guard reads and bounds requests
+(header and body timeouts, size limits) and answers what is not well-formed HTTP in the same
+JSON (:data:`ERRORS`, the ``status`` words of :data:`ERROR_STATUS`).
 :mod:`chainloom.relayer.listener` wires the two to the real intake.
 """
 
@@ -23,14 +22,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from chainloom.http_server import Request, Response
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
 from chainloom.relayer.intake import IntakeResult, Outcome
 from chainloom.relayer.validation import decode_text
 from chainloom.telemetry import PROMETHEUS_CONTENT_TYPE
+from chainloom.web.app import make_app
+from chainloom.web.errors import JsonErrors
 from chainloom.wormhole.errors import WormholeError
 
 log = logging.getLogger(__name__)
@@ -59,9 +61,13 @@ ERROR_STATUS: Mapping[int, str] = {
     431: "head_too_large",
     500: "error",
     501: "not_implemented",
+    503: "unavailable",
     505: "version_not_supported",
 }
 """The ``status`` word of each error code the endpoint answers."""
+
+ERRORS = JsonErrors("status", ERROR_STATUS, log_name="listener")
+"""The endpoint's error body, for its routes and for the wire guard's refusals."""
 
 
 class IntakeService(Protocol):
@@ -98,11 +104,11 @@ def response_body(result: IntakeResult) -> dict[str, Any]:
 
 def error_response(status: int, reason: str) -> Response:
     """The documented JSON error answer: ``{"status": <word of the code>, "reason": ...}``."""
-    return _json({"status": ERROR_STATUS.get(status, "error"), "reason": reason}, status)
+    return ERRORS.response(status, reason)
 
 
 def _json(body: Any, status: int = 200) -> Response:
-    return Response(status, json.dumps(body).encode())
+    return Response(json.dumps(body).encode(), status, media_type="application/json")
 
 
 def _answer(result: IntakeResult) -> Response:
@@ -117,107 +123,60 @@ def _too_large(reason: str) -> Response:
     return _json({"status": "too_large", "reason": reason}, TOO_LARGE)
 
 
-def _shown(path: str) -> str:
-    """A path for answers and log lines: as sent (no decoded line breaks), at most 200 chars."""
-    return path if len(path) <= 200 else path[:200] + "..."
-
-
-Route = Callable[[Request], Awaitable[Response]]
-
 LEGACY_PREFIX = "/relayvaa/"
 
 
-class RestApi:
-    """The routes of the endpoint, served by :class:`chainloom.http_server.HttpServer`.
+def rest_app(listener: IntakeService, *, max_request_bytes: int) -> FastAPI:
+    """The endpoint's routes over ``listener``. The wire guard has read and bounded the body
+    before a route runs; ``max_request_bytes`` also bounds the VAA text of ``GET
+    /relayvaa/...``. A ``GET`` route answers ``HEAD`` too."""
+    app = make_app("chainloom relayer", ERRORS, routes_hint="GET / lists the routes")
 
-    Requests arrive whole (the server has read and bounded the body); each route answers with a
-    :class:`~chainloom.http_server.Response`. ``max_request_bytes`` also bounds the VAA
-    text of ``GET /relayvaa/...``. A ``GET`` route answers ``HEAD`` too.
-    """
-
-    def __init__(self, listener: IntakeService, *, max_request_bytes: int) -> None:
-        self.listener = listener
-        self.limit = max_request_bytes
-        self._routes: dict[str, dict[str, Route]] = {
-            "/v1/relay": {"POST": self._relay},
-            "/healthz": {"GET": self._healthz},
-            "/readyz": {"GET": self._readyz},
-            "/v1/stats": {"GET": self._stats},
-            "/metrics": {"GET": self._metrics},
-            "/": {"GET": self._index},
-        }
-        self._legacy: dict[str, Route] = {"GET": self._relay_legacy}
-
-    async def respond(self, request: Request) -> Response:
-        """Route one request; 404 and 405 are answered (and logged) here."""
-        path = request.path
-        if path.startswith(LEGACY_PREFIX) and len(path) > len(LEGACY_PREFIX):
-            methods = self._legacy
-        else:
-            methods = self._routes.get(path, {})
-        if not methods:
-            reason = f"no route {request.method} {_shown(path)} (GET / lists the routes)"
-            return self._refuse(request, 404, reason)
-        route = methods.get("GET" if request.method == "HEAD" else request.method)
-        if route is None:
-            allowed = sorted({*methods, *(["HEAD"] if "GET" in methods else [])})
-            reason = (
-                f"{request.method} is not allowed on {_shown(path)} (allowed: {', '.join(allowed)})"
-            )
-            answer = self._refuse(request, 405, reason)
-            return Response(answer.status, answer.body, headers=(("Allow", ", ".join(allowed)),))
-        return await route(request)
-
-    def refusal(self, status: int, reason: str) -> Response:
-        """The JSON the HTTP server answers with when it refuses a request itself."""
-        return error_response(status, reason)
-
-    @staticmethod
-    def _refuse(request: Request, status: int, reason: str) -> Response:
-        log.info(
-            "listener: answered %d to %s %s from %s: %s",
-            status, request.method, _shown(request.path), request.peer, reason,
-        )  # fmt: skip
-        return error_response(status, reason)
-
-    async def _relay(self, request: Request) -> Response:
-        try:
-            document = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
-            return _malformed('body is not JSON; send {"vaa": "<base64 or hex>"}')
-        if not isinstance(document, dict) or not isinstance(document.get("vaa"), str):
-            return _malformed('body must be a JSON object {"vaa": "<base64 or hex>"}')
-        return await self._submit_text(document["vaa"])
-
-    async def _relay_legacy(self, request: Request) -> Response:
-        text = urllib.parse.unquote(request.path[len(LEGACY_PREFIX) :])
-        if len(text) > self.limit:
-            return _too_large(f"VAA in the path exceeds {self.limit} characters")
-        return await self._submit_text(text)
-
-    async def _submit_text(self, text: str) -> Response:
+    async def submit_text(text: str) -> Response:
         try:
             data = decode_text(text)
         except WormholeError as error:
             return _malformed(f"vaa is not hex or base64: {error}")
-        return _answer(await self.listener.submit(data, source="rest"))
+        return _answer(await listener.submit(data, source="rest"))
 
-    async def _healthz(self, _: Request) -> Response:
+    @app.post("/v1/relay", summary='Hand over one VAA: {"vaa": "<base64 or hex>"}.')
+    async def relay(request: Request) -> Response:
+        try:
+            document = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return _malformed('body is not JSON; send {"vaa": "<base64 or hex>"}')
+        if not isinstance(document, dict) or not isinstance(document.get("vaa"), str):
+            return _malformed('body must be a JSON object {"vaa": "<base64 or hex>"}')
+        return await submit_text(document["vaa"])
+
+    @app.get(LEGACY_PREFIX + "{vaa:path}", summary="The reference's route: the VAA in the path.")
+    async def relay_legacy(vaa: str) -> Response:
+        if len(vaa) > max_request_bytes:  # the server has percent-decoded the path
+            return _too_large(f"VAA in the path exceeds {max_request_bytes} characters")
+        return await submit_text(vaa)
+
+    @app.get("/healthz", summary="Liveness: the event loop answers.")
+    async def healthz() -> Response:
         return _json({"status": "ok"})
 
-    async def _readyz(self, _: Request) -> Response:
-        loop = asyncio.get_running_loop()
-        ok, details = await loop.run_in_executor(None, self.listener.ready)
+    @app.get("/readyz", summary="Readiness: VAAs can be queued now (Redis answers).")
+    async def readyz() -> Response:
+        ok, details = await asyncio.get_running_loop().run_in_executor(None, listener.ready)
         body: dict[str, Any] = {"status": "ready" if ok else "not ready", **details}
         return _json(body, 200 if ok else 503)
 
-    async def _stats(self, _: Request) -> Response:
-        return _json(self.listener.stats())
+    @app.get("/v1/stats", summary="Every counter of the listener.")
+    async def stats() -> Response:
+        return _json(listener.stats())
 
-    async def _metrics(self, _: Request) -> Response:
+    @app.get("/metrics", summary="Prometheus text format.")
+    async def metrics() -> Response:
         loop = asyncio.get_running_loop()
-        text = await loop.run_in_executor(None, self.listener.metrics_exposition)
-        return Response(200, text, content_type=PROMETHEUS_CONTENT_TYPE)
+        text = await loop.run_in_executor(None, listener.metrics_exposition)
+        return Response(text, 200, media_type=PROMETHEUS_CONTENT_TYPE)
 
-    async def _index(self, _: Request) -> Response:
+    @app.get("/", summary="The routes.")
+    async def index() -> Response:
         return _json(ROUTES)
+
+    return app

@@ -98,6 +98,13 @@ class BigtableSettings(Part):
         "included) and of the event writer's retries of a batch; past it the store is "
         "unavailable (`chainloom events` exits 4).",
     )
+    connect_timeout: float = Field(
+        default=3.0,
+        gt=0,
+        description="Seconds a `chainloom events` command waits for a TCP connection to "
+        "Bigtable (or the emulator) before it reports the store unreachable (exit 4), apart "
+        "from operation_timeout, which bounds each call once connected.",
+    )
 
     @model_validator(mode="before")
     @classmethod

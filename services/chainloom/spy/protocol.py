@@ -54,7 +54,8 @@ class EmitterKey:
     def from_text(cls, text: str) -> EmitterKey:
         """``"<chain>:<hex address>"``, the form the CLI takes."""
         chain_text, sep, address = text.partition(":")
-        if not sep or not chain_text.strip().isdigit():
+        chain_text = chain_text.strip()
+        if not sep or not (chain_text.isascii() and chain_text.isdigit()):
             raise SpyError(f"emitter filter {text!r} is not <chain id>:<hex address>")
         return cls.parse(int(chain_text), address)
 

@@ -160,15 +160,22 @@ def chain_name(chain_id: int) -> str:
 
 
 def chain_id(name: str) -> int:
-    """The Wormhole chain id for a name (case-insensitive) or a decimal id given as text."""
-    key = name.strip().lower().replace("-", "_")
+    """The Wormhole chain id for a name (case-insensitive) or a decimal id given as text.
+
+    Ids are ASCII digits only: ``int()`` would also read Arabic-Indic or fullwidth digits and
+    surrounding whitespace, so ``"\u0662"`` or ``" 2"`` would be chain 2."""
+    key = name.lower().replace("-", "_")
     if key in _IDS_BY_NAME:
         return _IDS_BY_NAME[key]
-    if key.isdecimal() and int(key) <= 0xFFFF:
+    if _ascii_decimal(key) and int(key) <= 0xFFFF:
         return int(key)
-    if key.startswith("unknown_") and key[8:].isdecimal() and int(key[8:]) <= 0xFFFF:
+    if key.startswith("unknown_") and _ascii_decimal(key[8:]) and int(key[8:]) <= 0xFFFF:
         return int(key[8:])
     raise UnknownChainError(name)
+
+
+def _ascii_decimal(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def checksum_address(address20: bytes) -> str:

@@ -82,7 +82,7 @@ class SequenceRange:
     def parse(cls, text: str) -> SequenceRange:
         """``N`` or ``FIRST-LAST`` (decimal)."""
         first, dash, last = text.strip().partition("-")
-        if not first.isdigit() or (dash and not last.isdigit()):
+        if not _ascii_decimal(first) or (dash and not _ascii_decimal(last)):
             raise MessageKeyError(text, "expected SEQUENCE or FIRST-LAST")
         return cls(int(first), int(last or first))
 
@@ -455,3 +455,7 @@ def merge_ranges(sequences: Iterable[int]) -> list[SequenceRange]:
     if start is not None and previous is not None:
         ranges.append(SequenceRange(start, previous))
     return ranges
+
+
+def _ascii_decimal(text: str) -> bool:
+    return text.isascii() and text.isdigit()

@@ -25,16 +25,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 
-from chainloom.eventstore.api.app import EventsApi, serve
+from chainloom.eventstore.api.app import EventsApi, events_app, serve
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.reads import StoreReads
 from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
-from chainloom.http_server import Request
 from chainloom.settings import BigtableSettings
 from chainloom.wormhole import (
     DEV_TOKEN_BRIDGE_EMITTER,
@@ -106,15 +106,20 @@ def running(tables: BigtableTables, **settings: Any) -> Iterator[str]:
         loop.close()
 
 
+def _titled(items: Any) -> dict[str, str]:
+    """Header names in title case (HTTP names are case-insensitive; uvicorn sends lower case)."""
+    return {name.title(): value for name, value in items}
+
+
 def fetch(url: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
     """Status, headers and body of one request (urllib, no proxy)."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     request = urllib.request.Request(url, method=method)
     try:
         with opener.open(request, timeout=30) as reply:
-            return reply.status, dict(reply.headers), reply.read()
+            return reply.status, _titled(reply.headers.items()), reply.read()
     except urllib.error.HTTPError as refused:
-        return refused.code, dict(refused.headers), refused.read()
+        return refused.code, _titled(refused.headers.items()), refused.read()
 
 
 def get(served: Served, path: str, template: str, status: int = 200) -> Any:
@@ -327,11 +332,16 @@ def test_an_unreachable_store_is_a_503_in_one_line(
     away = settings.model_copy(update={"operation_timeout": 1.0})
     with BigtableTables(away) as tables:
         api = EventsApi(StoreReads(tables), EventsApiSettings())
-        request = Request("GET", "/api/v1/vaas/2/" + "0" * 64 + "/1", (), b"", "test")
-        answer = asyncio.run(api.respond(request))
+
+        async def ask() -> httpx.Response:
+            transport = httpx.ASGITransport(app=events_app(api))
+            async with httpx.AsyncClient(transport=transport, base_url="http://events") as client:
+                return await client.get("/api/v1/vaas/2/" + "0" * 64 + "/1")
+
+        answer = asyncio.run(ask())
         api.close()
-    assert answer.status == 503
-    body = json.loads(answer.body)
+    assert answer.status_code == 503
+    body = answer.json()
     assert body["error"] == "unavailable"
     assert body["reason"].startswith(f"Bigtable unavailable at emulator 127.0.0.1:{closed}: ")
     assert "\n" not in body["reason"]

@@ -111,7 +111,7 @@ def head(method: str, path: str, *headers: str) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-SERVER_LOGGERS = ("chainloom.http_server", "chainloom.relayer.rest")
+SERVER_LOGGERS = ("chainloom.web", "chainloom.relayer.rest")
 
 
 def server_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

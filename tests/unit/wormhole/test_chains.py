@@ -36,6 +36,13 @@ def test_unknown_chains():
         chain_id("70000")
 
 
+@pytest.mark.parametrize("text", ["\u0662", "\uff12", " 2", "2 ", "\u00b2", "\u0968"])
+def test_chain_ids_are_ascii_digits_only(text: str) -> None:
+    # Arabic-Indic, fullwidth, padded, superscript and Devanagari 2 are not chain 2.
+    with pytest.raises(UnknownChainError):
+        chain_id(text)
+
+
 def test_native_addresses():
     evm = bytes(12) + bytes.fromhex("90f8bf6a479f320ead074411a4b0e7944ea8c9c1")
     assert native_address(2, evm) == "0x90F8bf6A479f320ead074411a4B0e7944Ea8c9C1"

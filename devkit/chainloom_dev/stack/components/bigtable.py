@@ -44,6 +44,12 @@ def _shipped_version() -> str:
     return "cbtemulator (shipped)"
 
 
+def emulator_binary() -> Path:
+    """The emulator's executable (installed by ``chainloom stack up``), for tests that run an
+    emulator of their own to stop and restart it."""
+    return BigtableEmulator()._binary()[0]
+
+
 class BigtableEmulator:
     """The event store's database, in memory."""
 

@@ -7,6 +7,8 @@ tables as every ``chainloom events`` command), so the file, the environment
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, model_validator
 
 from chainloom.settings.parts import Part
@@ -39,6 +41,27 @@ class EventsApiSettings(Part):
         default=256,
         ge=1,
         description="Requests running or waiting for a thread before answering 503 (busy).",
+    )
+    cursor_key_file: Path | None = Field(
+        default=None,
+        description="File holding the key that signs list cursors (at least 16 bytes; e.g. a "
+        "mounted Secret), the same for every replica; unset: a random key per process, so a "
+        "cursor is refused by another replica or after a restart.",
+    )
+    request_deadline: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="Seconds within which every request is answered, waiting for a thread "
+        "included: a read not done by then is answered 503 (keep bigtable.operation_timeout "
+        "below it).",
+    )
+    probe_interval: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="Seconds between checks of the store while it is known down (requests are "
+        "answered 503 at once meanwhile).",
     )
     header_timeout: float = Field(
         default=20.0,

@@ -1,7 +1,7 @@
 """The API's responses as typed models: what the routes build and what ``/openapi.json`` says.
 
 One source of truth: the routes serialize these models (pydantic's own serializer, camelCase
-names as the Wormhole explorer API writes them), and :mod:`chainloom.eventstore.api.openapi`
+names as the Wormhole explorer API writes them), and FastAPI (:mod:`chainloom.eventstore.api.app`)
 renders their JSON Schemas (draft 2020-12, the dialect of OpenAPI 3.1) into the document, so a
 field cannot be served without being documented. Every field is present in every answer:
 what the store does not hold is ``null``, never a missing key. Numbers that can exceed 64 bits

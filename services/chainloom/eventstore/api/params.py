@@ -4,10 +4,12 @@ Every refusal is a :class:`~chainloom.eventstore.api.errors.BadParameterError` n
 parameter as the client wrote it. Unknown and repeated query parameters are refused too: a
 typo (``pagesize``) silently falling back to the default would look like missing data.
 
-Cursors are opaque to clients (base64url of ``v1:CHAIN:EMITTER:SEQUENCE``, the last message
-of the page before) and bound to the list they came from: a cursor of chain 2 given to chain
-4's list is a 400, not a silent jump. The next page holds the messages after that key, so a
-walk returns each stored message exactly once, whatever is written meanwhile behind the cursor.
+Cursors are opaque to clients (base64url of ``v2:CHAIN:EMITTER:SEQUENCE``, the last message
+of the page before, then ``.`` and a 128-bit HMAC-SHA256 of that text under the server's
+cursor key) and bound to the list they came from: a cursor of chain 2 given to chain 4's list
+is a 400, not a silent jump, and so is one the server did not issue (written by hand, altered,
+or signed with another key). The next page holds the messages after that key, so a walk
+returns each stored message exactly once, whatever is written meanwhile behind the cursor.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import hashlib
+import hmac
 import re
 import urllib.parse
 from collections.abc import Collection, Mapping
@@ -28,8 +32,10 @@ from chainloom.wormhole.sequences import MAX_SEQUENCE
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
-CURSOR_VERSION = "v1"
+CURSOR_VERSION = "v2"
 """The first field of every cursor; a cursor of another version is refused."""
+MAC_BYTES = 16
+"""Bytes of the HMAC-SHA256 a cursor carries (128 bits)."""
 
 
 def parse_query(target: str, allowed: Collection[str]) -> dict[str, str]:
@@ -123,17 +129,21 @@ class Cursor:
     """The last message's sequence."""
 
 
-def encode_cursor(cursor: Cursor) -> str:
-    """The opaque text of a cursor (URL-safe base64, no padding)."""
-    text = f"{CURSOR_VERSION}:{cursor.chain}:{cursor.emitter}:{cursor.sequence}"
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+def encode_cursor(cursor: Cursor, key: bytes) -> str:
+    """The opaque text of a cursor (URL-safe base64, no padding), MACed with ``key``."""
+    text = f"{CURSOR_VERSION}:{cursor.chain}:{cursor.emitter}:{cursor.sequence}".encode()
+    return f"{_b64(text)}.{_b64(_mac(key, text))}"
 
 
-def decode_cursor(text: str, chain: int, emitter: str | None) -> Cursor:
-    """A cursor given back by a client, checked against the list it is used on."""
+def decode_cursor(text: str, chain: int, emitter: str | None, key: bytes) -> Cursor:
+    """A cursor given back by a client: issued under ``key``, and for the list it is used on."""
     refused = BadParameterError("cursor", "not a cursor this API returned")
+    body, dot, mac = text.partition(".")
     try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("ascii")
+        data = _unb64(body)
+        if not dot or not hmac.compare_digest(_unb64(mac), _mac(key, data)):
+            raise refused
+        raw = data.decode("ascii")
     except (binascii.Error, ValueError):
         raise refused from None
     parts = raw.split(":")
@@ -146,11 +156,23 @@ def decode_cursor(text: str, chain: int, emitter: str | None) -> Cursor:
         )
     except BadParameterError:
         raise refused from None
-    if len(emitter_text) != 64 or not chain_text.isdigit():
+    if len(emitter_text) != 64 or not (chain_text.isascii() and chain_text.isdigit()):
         raise refused
     if cursor.chain != chain or (emitter is not None and cursor.emitter != emitter):
         raise BadParameterError("cursor", "the cursor belongs to another list")
     return cursor
+
+
+def _mac(key: bytes, data: bytes) -> bytes:
+    return hmac.new(key, data, hashlib.sha256).digest()[:MAC_BYTES]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def _shown(text: str) -> str:

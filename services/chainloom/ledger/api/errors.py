@@ -46,6 +46,7 @@ ERRORS: dict[str, ErrorInfo] = {
         ErrorInfo("lgrNotFound", 21, "ledgerNotFound", 404),
         ErrorInfo("notSupported", 75, "Operation not supported.", 501),
         ErrorInfo("objectNotFound", 92, "The requested object was not found.", 404),
+        ErrorInfo("slowDown", 10, "You are placing too much load on the server.", 503),
         ErrorInfo("tooBusy", 9, "The server is too busy to help you now.", 503),
         ErrorInfo("txnNotFound", 29, "Transaction not found.", 404),
         ErrorInfo("unknownCmd", 32, "Unknown method.", 405),

@@ -270,8 +270,13 @@ def _bool(params: Mapping[str, Any], name: str, default: bool = False) -> bool:
     return value
 
 
+def _ascii_decimal(value: Any) -> bool:
+    """A decimal number as text, in ASCII digits only (``int()`` reads any script's digits)."""
+    return isinstance(value, str) and value.isascii() and value.isdigit()
+
+
 def _uint32(value: Any, name: str) -> int:
-    if isinstance(value, str) and value.isdigit():
+    if _ascii_decimal(value):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT32_MAX:
         raise invalid_params(f"Invalid field '{name}', not unsigned integer.")
@@ -335,7 +340,7 @@ def parse_ledger_selector(params: Mapping[str, Any]) -> LedgerSelector:
     value = params.get("ledger_index")
     if value is None or value in _SHORTCUTS:
         return LedgerSelector()
-    if isinstance(value, str) and value.isdigit():
+    if _ascii_decimal(value):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT32_MAX:
         raise invalid_params("ledgerIndexMalformed")

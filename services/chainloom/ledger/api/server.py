@@ -1,11 +1,13 @@
-"""The HTTP side of ``chainloom ledger api``: aiohttp in front of the methods.
+"""The HTTP side of ``chainloom ledger api``: a FastAPI app in front of the methods.
 
 The server only orchestrates: it reads a bounded body, has :mod:`.requests` parse it (a
 malformed request is answered here and never reaches the database), runs the method on a
 bounded thread pool (the backends are synchronous), and writes what :mod:`.shapes` built with
 orjson. More requests in flight than ``max_pending`` are refused with ``tooBusy`` (503) rather
 than queued without bound. A background task re-reads the ledger range once a second so newly
-loaded ledgers become visible.
+loaded ledgers become visible. JSON-RPC is ``POST /`` and rippled's WebSocket API is ``/``, on
+the project's HTTP stack (:mod:`chainloom.web`: uvicorn behind the wire guard, with its read
+timeouts and WebSocket pings); the HTTP refusals are plain text, as rippled's are.
 """
 
 from __future__ import annotations
@@ -19,16 +21,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from aiohttp import WSMsgType, web
+from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import Response
 
 from chainloom.errors import UnavailableError
 from chainloom.ledger.api import requests as rq
 from chainloom.ledger.api import shapes
-from chainloom.ledger.api.errors import ApiError, MalformedRequestError, RpcError
+from chainloom.ledger.api.errors import MalformedRequestError, RpcError
 from chainloom.ledger.api.methods import Context, answer
 from chainloom.ledger.api.shapes import error_body, success
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.errors import LedgerError
+from chainloom.web.app import make_app
+from chainloom.web.errors import JsonErrors
+from chainloom.web.server import WebServer, WebSocketLimits
+from chainloom.web.wire import Limits
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +52,59 @@ class ApiOptions:
     """How often the stored ledger range is re-read."""
     version: str = "0"
     """Reported as ``server_info.build_version``."""
+    header_timeout: float = 20.0
+    """Seconds for a whole request head (from connecting, or from the previous answer: the
+    keep-alive timeout too); then the connection is closed."""
+    body_timeout: float = 20.0
+    """Seconds for a whole body once its head arrived; then 408."""
+    max_connections: int = 4096
+    """Open connections (HTTP and WebSocket) before a new one is refused (503, closed); never
+    more than the process's descriptor limit less a reserve (:mod:`chainloom.web.server`)."""
+    ws_idle_timeout: float = 300.0
+    """Seconds a WebSocket may stay without a request; then it is closed (1001, ``idle``)."""
+    ws_ping_interval: float = 20.0
+    """Seconds between the server's pings on a WebSocket."""
+    ws_ping_timeout: float = 20.0
+    """Seconds to wait for the pong; a client that does not answer is disconnected."""
+    client_budget: int = 64
+    """Weight (:data:`METHOD_WEIGHTS`) one client address may have in flight; a call past it
+    is answered ``slowDown`` at once (Clio's DoS guard)."""
+    light_workers: int = 4
+    """Threads for the cheap methods (weight 1), apart from ``workers``: a cheap call is never
+    queued behind expensive ones."""
+
+
+METHOD_WEIGHTS: dict[str, int] = {
+    "ledger_data": 8,
+    "account_tx": 4,
+    "nft_history": 4,
+    "nfts_by_issuer": 4,
+    "book_offers": 4,
+    "ledger": 2,
+}
+"""What a call costs against its client's budget (others: 1). Calls of weight 1 run on the
+light pool."""
+
+
+class PlainRefusals(JsonErrors):
+    """The HTTP refusals of the ledger API: one line of plain text, as rippled answers."""
+
+    def body(self, status: int, reason: str, **fields: Any) -> bytes:
+        return f"{reason}\n".encode()
+
+    def render(self, status: int, reason: str) -> tuple[bytes, str]:
+        return self.body(status, reason), "text/plain; charset=utf-8"
+
+    def response(self, status: int, reason: str, headers: Any = None, **fields: Any) -> Response:
+        return Response(self.body(status, reason), status, headers, media_type="text/plain")
+
+
+ERRORS = PlainRefusals("error", {}, log_name="ledger api")
+"""What the ledger API answers for a request that is not JSON-RPC over HTTP."""
 
 
 class LedgerApi:
-    """The aiohttp application answering rippled's JSON-RPC from one backend."""
+    """The methods over one backend: the thread pool, the busy bound and the range refresher."""
 
     def __init__(self, backend: BackendInterface, options: ApiOptions | None = None) -> None:
         self.options = options or ApiOptions()
@@ -56,64 +112,87 @@ class LedgerApi:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.options.workers, thread_name_prefix="ledger-api"
         )
-        self._pending = 0
+        self._light = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.options.light_workers, thread_name_prefix="ledger-api-light"
+        )
+        self._pending = {self._executor: 0, self._light: 0}
+        self._spent: dict[str, int] = {}
+        """Weight in flight per client address."""
         self._refresher: asyncio.Task[None] | None = None
 
-    def app(self) -> web.Application:
-        """The application: JSON-RPC on ``POST /``, rippled's WebSocket API on ``GET /``."""
-        application = web.Application(client_max_size=rq.MAX_BODY_BYTES)
-        application.router.add_post("/", self.handle)
-        application.router.add_get("/", self.websocket)
-        application.on_startup.append(self._start_refresher)
-        application.on_cleanup.append(self._cleanup)
-        return application
+    def app(self) -> FastAPI:
+        """The application: JSON-RPC on ``POST /``, rippled's WebSocket API on ``/``."""
+        app = make_app("chainloom ledger API", ERRORS, routes_hint="POST / or a WebSocket on /")
 
-    async def handle(self, request: web.Request) -> web.Response:
-        """One JSON-RPC call."""
-        try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return web.Response(status=413, text=f"request body over {rq.MAX_BODY_BYTES} bytes\n")
+        @app.post("/", summary="One JSON-RPC call (rippled's public API).")
+        async def handle(request: Request) -> Response:
+            client = request.client.host if request.client else "?"
+            return await self.handle(await request.body(), client)
+
+        @app.websocket("/")
+        async def websocket(socket: WebSocket) -> None:
+            await self.websocket(socket)
+
+        return app
+
+    async def handle(self, body: bytes, client: str = "?") -> Response:
+        """One JSON-RPC call from ``client`` (its address)."""
         try:
             call = rq.parse_call(body)
         except MalformedRequestError as bad:
-            return web.Response(status=bad.http_status, text=f"{bad}\n")
-        result, status = await self.dispatch(call)
-        return web.Response(
-            body=orjson.dumps({"result": result}), status=status, content_type="application/json"
-        )
+            return ERRORS.response(bad.http_status, str(bad))
+        result, status = await self.dispatch(call, client)
+        return Response(orjson.dumps({"result": result}), status, media_type="application/json")
 
-    async def websocket(self, request: web.Request) -> web.StreamResponse:
+    async def websocket(self, socket: WebSocket) -> None:
         """rippled's WebSocket API: ``{"id", "command", ...params}`` in, ``{"id", "result",
-        "status", "type": "response"}`` out (an error's fields sit beside ``id``)."""
-        socket = web.WebSocketResponse(max_msg_size=rq.MAX_BODY_BYTES)
-        await socket.prepare(request)
-        async for message in socket:
-            if message.type != WSMsgType.TEXT:
-                continue
-            try:
-                request_id, call = rq.parse_websocket_call(message.data)
-            except MalformedRequestError as bad:
-                await socket.send_bytes(orjson.dumps(shapes.websocket_malformed(str(bad))))
-                continue
-            result, _ = await self.dispatch(call)
-            await socket.send_str(orjson.dumps(shapes.websocket_body(request_id, result)).decode())
-        return socket
+        "status", "type": "response"}`` out (an error's fields sit beside ``id``). Every answer
+        is a text frame, as rippled sends; a request in a binary frame is read as UTF-8 text
+        and answered the same (``jsonInvalid`` when it is not UTF-8)."""
+        await socket.accept()
+        client = socket.client.host if socket.client else "?"
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(self.options.ws_idle_timeout):
+                        message = await socket.receive()
+                except TimeoutError:
+                    await socket.close(1001, "idle")
+                    return
+                if message["type"] == "websocket.disconnect":
+                    return
+                try:
+                    request_id, call = rq.parse_websocket_call(_frame_text(message))
+                except MalformedRequestError as bad:
+                    malformed = shapes.websocket_malformed(str(bad))
+                    await socket.send_text(orjson.dumps(malformed).decode())
+                    continue
+                result, _ = await self.dispatch(call, client)
+                body = orjson.dumps(shapes.websocket_body(request_id, result)).decode()
+                await socket.send_text(body)
+        except WebSocketDisconnect:
+            return
 
-    async def dispatch(self, call: rq.Call) -> tuple[dict[str, Any], int]:
-        """Validate and answer one call: the ``result`` object (a success or rippled's error
-        object) and its HTTP status."""
+    async def dispatch(self, call: rq.Call, client: str = "?") -> tuple[dict[str, Any], int]:
+        """Validate and answer one call from ``client``: the ``result`` object (a success or
+        rippled's error object) and its HTTP status.
+
+        The call's weight counts against the client's budget while it runs (past the budget:
+        ``slowDown``); cheap calls run on a pool of their own, each pool with its own
+        ``max_pending`` (past it: ``tooBusy``), so expensive calls never hold cheap ones up."""
         try:
             params = rq.parse_params(call)
         except RpcError as refused:
             return self._refusal(refused, call)
-        if self._pending >= self.options.max_pending:
-            return self._refusal(RpcError("tooBusy"), call)
-        self._pending += 1
+        weight = METHOD_WEIGHTS.get(call.method, 1)
+        pool = self._light if weight == 1 else self._executor
+        refusal = self._admit(pool, weight, client)
+        if refusal is not None:
+            return self._refusal(refusal, call)
         try:
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(
-                self._executor, answer, self.context, call.method, params, call.api_version
+                pool, answer, self.context, call.method, params, call.api_version
             )
         except RpcError as refused:
             return self._refusal(refused, call)
@@ -124,15 +203,33 @@ class LedgerApi:
             log.error("ledger api: %s failed: %s", call.method, failed)
             return self._refusal(RpcError("internal", str(failed)), call)
         finally:
-            self._pending -= 1
+            self._pending[pool] -= 1
+            left = self._spent[client] - weight
+            if left:
+                self._spent[client] = left
+            else:
+                del self._spent[client]
         return success(result)["result"], 200
+
+    def _admit(
+        self, pool: concurrent.futures.ThreadPoolExecutor, weight: int, client: str
+    ) -> RpcError | None:
+        """Count a call in (its pool's pending, its client's weight), or why it is refused."""
+        spent = self._spent.get(client, 0)
+        if spent + weight > self.options.client_budget:
+            return RpcError("slowDown")
+        if self._pending[pool] >= self.options.max_pending:
+            return RpcError("tooBusy")
+        self._pending[pool] += 1
+        self._spent[client] = spent + weight
+        return None
 
     @staticmethod
     def _refusal(refused: RpcError, call: rq.Call) -> tuple[dict[str, Any], int]:
         return error_body(refused, call.method, call.params)["result"], refused.http_status
 
-    async def _start_refresher(self, application: web.Application) -> None:
-        del application
+    def start(self) -> None:
+        """Start re-reading the ledger range (from a running event loop)."""
         self._refresher = asyncio.create_task(self._refresh_range())
 
     async def _refresh_range(self) -> None:
@@ -146,11 +243,41 @@ class LedgerApi:
             except LedgerError as failed:
                 log.warning("ledger api: cannot refresh the ledger range: %s", failed)
 
-    async def _cleanup(self, application: web.Application) -> None:
-        del application
+    async def close(self) -> None:
+        """Stop the refresher and the thread pool (after the server stopped)."""
         if self._refresher is not None:
             self._refresher.cancel()
         self._executor.shutdown(wait=True, cancel_futures=True)
+        self._light.shutdown(wait=True, cancel_futures=True)
+
+
+def _frame_text(message: Any) -> str:
+    """The text of one WebSocket message, text or binary frame."""
+    text = message.get("text")
+    if text is not None:
+        return str(text)
+    try:
+        return bytes(message.get("bytes") or b"").decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedRequestError("Unable to parse request: a binary frame not UTF-8") from None
+
+
+def web_server(api: LedgerApi, host: str, port: int) -> WebServer:
+    """The ledger API's server on ``host:port``, within the limits of its options."""
+    options = api.options
+    limits = Limits(
+        max_body_bytes=rq.MAX_BODY_BYTES,
+        header_timeout=options.header_timeout,
+        body_timeout=options.body_timeout,
+        max_connections=options.max_connections,
+        log_name="ledger api",
+    )
+    websocket = WebSocketLimits(
+        ping_interval=options.ws_ping_interval,
+        ping_timeout=options.ws_ping_timeout,
+        max_message_bytes=rq.MAX_BODY_BYTES,
+    )
+    return WebServer(api.app(), host, port, limits, ERRORS, websocket=websocket)
 
 
 class ServerThread:
@@ -166,10 +293,8 @@ class ServerThread:
         port: int = 0,
     ) -> None:
         self._api = LedgerApi(backend, options)
-        self._host = host
-        self._port = port
+        self._server = web_server(self._api, host, port)
         self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self.port = 0
         """The bound port (after :meth:`start`)."""
@@ -182,26 +307,19 @@ class ServerThread:
         return self.port
 
     async def _start(self) -> int:
-        self._runner = web.AppRunner(self._api.app())
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
-        return _bound_port(self._runner)
+        self._api.start()
+        return await self._server.start()
 
     def stop(self) -> None:
         """Stop serving and end the thread."""
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=30)
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=60)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
         self._loop.close()
 
-
-def _bound_port(runner: web.AppRunner) -> int:
-    for address in runner.addresses:
-        if isinstance(address, tuple) and len(address) >= 2:
-            return int(address[1])
-    raise ApiError("the API server did not bind a TCP port")
+    async def _stop(self) -> None:
+        await self._server.stop(drain_timeout=10.0)
+        await self._api.close()
 
 
 async def serve(
@@ -214,13 +332,14 @@ async def serve(
     on_ready: Callable[[int], None] | None = None,
 ) -> None:
     """Serve until ``stop`` is set (the CLI sets it on SIGINT/SIGTERM)."""
-    runner = web.AppRunner(LedgerApi(backend, options).app())
-    await runner.setup()
+    api = LedgerApi(backend, options)
+    server = web_server(api, host, port)
+    api.start()
     try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
+        bound = await server.start()
         if on_ready is not None:
-            on_ready(_bound_port(runner))
+            on_ready(bound)
         await stop.wait()
     finally:
-        await runner.cleanup()
+        await server.stop()
+        await api.close()

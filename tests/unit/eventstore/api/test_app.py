@@ -1,25 +1,28 @@
-"""The server's request handling over in-memory reads: parsing before reading, statuses,
-busy and outage answers (no Bigtable, no sockets)."""
+"""The app's request handling over in-memory reads: parsing before reading, statuses,
+busy and outage answers (no Bigtable, no sockets: httpx's ASGI transport)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import json
+import os
 import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from chainloom.eventstore.api.app import EventsApi
+from chainloom.eventstore.api.app import ERRORS, EventsApi, cursor_key, events_app
 from chainloom.eventstore.api.config import EventsApiSettings
-from chainloom.eventstore.api.openapi import document
 from chainloom.eventstore.api.params import Cursor
-from chainloom.eventstore.api.routes import ROUTES
-from chainloom.eventstore.errors import StoreUnavailableError
+from chainloom.eventstore.errors import StoreConfigError, StoreUnavailableError
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.queries import StoredMessage
-from chainloom.http_server import Request, Response
 from chainloom.wormhole.sequences import OpenGap
 from tests.unit.eventstore.api.rows import stored_row, transfer_vaa
 from tests.unit.eventstore.api.schema_check import check
@@ -94,9 +97,26 @@ MESSAGES = _messages(5)
 EMITTER = MESSAGES[0].key.emitter
 
 
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes
+    headers: httpx.Headers
+
+
+def document() -> dict[str, Any]:
+    return events_app(_api(MemoryReads([]))).openapi()
+
+
+async def _ask(api: EventsApi, target: str, method: str = "GET") -> Response:
+    transport = httpx.ASGITransport(app=events_app(api), client=("192.0.2.1", 4000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://events") as client:
+        answer = await client.request(method, target)
+    return Response(answer.status_code, answer.content, answer.headers)
+
+
 def _get(api: EventsApi, target: str, method: str = "GET") -> Response:
-    request = Request(method=method, target=target, headers=(), body=b"", peer="test")
-    return asyncio.run(api.respond(request))
+    return asyncio.run(_ask(api, target, method))
 
 
 def _body(response: Response) -> Any:
@@ -105,12 +125,6 @@ def _body(response: Response) -> Any:
 
 def _api(reads: MemoryReads, **settings: Any) -> EventsApi:
     return EventsApi(reads, EventsApiSettings(**settings))
-
-
-def test_every_route_has_a_handler() -> None:
-    api = _api(MemoryReads([]))
-    assert {r.name for r in ROUTES} == set(api.handlers)
-    api.close()
 
 
 def test_a_stored_message_and_a_missing_one() -> None:
@@ -143,6 +157,14 @@ def test_a_stored_message_and_a_missing_one() -> None:
         ("/api/v1/stats/daily?from=2024-01-01", "to"),
         ("/api/v1/stats/daily?from=2024-01-01&to=2026-01-01", "to"),
         ("/api/v1/gaps?emitter=ab", "emitter"),
+        # ASCII digits only: Arabic-Indic 2, fullwidth 2, a space before 2.
+        ("/api/v1/vaas/%D9%A2", "chain"),
+        ("/api/v1/vaas/%EF%BC%92", "chain"),
+        ("/api/v1/vaas/%202", "chain"),
+        (f"/api/v1/vaas/%D9%A2/{EMITTER}/1", "chain"),
+        (f"/api/v1/vaas/2/{EMITTER}/%EF%BC%91", "seq"),
+        ("/api/v1/gaps?chain=%D9%A2", "chain"),
+        ("/api/v1/stats/daily?from=2024-01-01&to=2024-01-02&chain=%EF%BC%92", "chain"),
     ],
 )
 def test_bad_parameters_are_named_and_never_reach_the_store(target: str, parameter: str) -> None:
@@ -176,6 +198,44 @@ def test_pages_follow_the_cursor_and_end_with_null() -> None:
     api.close()
 
 
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def test_a_cursor_the_server_did_not_issue_is_refused(tmp_path: Path) -> None:
+    api = _api(MemoryReads(MESSAGES))
+    issued = _body(_get(api, f"/api/v1/vaas/2/{EMITTER}?pageSize=2"))["pagination"]["next"]
+    # The old, unsigned form of a cursor, written by hand: it would start after sequence 1.
+    for forged in (_b64(f"v1:2:{EMITTER}:1"), _b64(f"v2:2:{EMITTER}:1"), issued[:-2] + "AA"):
+        answer = _get(api, f"/api/v1/vaas/2/{EMITTER}?cursor={forged}")
+        assert answer.status == 400, forged
+        assert _body(answer)["parameter"] == "cursor"
+    assert _get(api, f"/api/v1/vaas/2/{EMITTER}?cursor={issued}").status == 200
+    # Another process (another random key) did not issue it either ...
+    other = _api(MemoryReads(MESSAGES))
+    assert _get(other, f"/api/v1/vaas/2/{EMITTER}?cursor={issued}").status == 400
+    # ... unless both read the deployment's key from the same file.
+    key = tmp_path / "cursor.key"
+    key.write_bytes(os.urandom(32))
+    first = _api(MemoryReads(MESSAGES), cursor_key_file=key)
+    second = _api(MemoryReads(MESSAGES), cursor_key_file=key)
+    shared = _body(_get(first, f"/api/v1/vaas/2/{EMITTER}?pageSize=2"))["pagination"]["next"]
+    again = _body(_get(second, f"/api/v1/vaas/2/{EMITTER}?pageSize=2&cursor={shared}"))
+    assert [d["sequence"] for d in again["data"]] == [2, 3]
+    for each in (api, other, first, second):
+        each.close()
+
+
+def test_a_cursor_key_file_that_cannot_serve_is_refused(tmp_path: Path) -> None:
+    short = tmp_path / "short.key"
+    short.write_bytes(b"0123456789\n")
+    with pytest.raises(StoreConfigError, match="holds 10 bytes"):
+        cursor_key(short)
+    with pytest.raises(StoreConfigError, match="cannot read it"):
+        cursor_key(tmp_path / "missing.key")
+    assert cursor_key(None) != cursor_key(None)
+
+
 def test_an_outage_is_a_503_in_one_line() -> None:
     reads = MemoryReads(MESSAGES)
     reads.outage = MESSAGES[0]
@@ -195,10 +255,10 @@ def test_requests_past_max_pending_are_refused_busy() -> None:
     api = _api(reads, max_pending=1, workers=2)
 
     async def both() -> tuple[Response, Response]:
-        request = Request("GET", f"/api/v1/vaas/2/{EMITTER}/1", (), b"", "test")
-        first = asyncio.ensure_future(api.respond(request))
+        target = f"/api/v1/vaas/2/{EMITTER}/1"
+        first = asyncio.ensure_future(_ask(api, target))
         await asyncio.sleep(0.05)  # the first is now waiting on the store
-        second = await api.respond(request)
+        second = await _ask(api, target)
         assert reads.gate is not None
         reads.gate.set()
         return await first, second
@@ -215,7 +275,7 @@ def test_methods_openapi_and_health() -> None:
     refused = _get(api, "/api/v1/gaps", method="DELETE")
     assert refused.status == 405
     check(document(), "/api/v1/gaps", "default", _body(refused))
-    assert ("Allow", "GET, HEAD") in refused.headers
+    assert refused.headers["allow"] == "GET, HEAD"
     assert _get(api, "/nowhere").status == 404
     assert _body(_get(api, "/openapi.json"))["openapi"] == "3.1.0"
     assert _body(_get(api, "/healthz")) == {"status": "ok"}
@@ -224,6 +284,56 @@ def test_methods_openapi_and_health() -> None:
     assert _body(stats)["chain"] == 2
     gaps = _get(api, "/api/v1/gaps?chain=2")
     check(document(), "/api/v1/gaps", 200, _body(gaps))
-    refusal = api.refusal(431, "request head exceeds 8192 bytes")
-    assert json.loads(refusal.body)["error"] == "head_too_large"
+    refusal, _ = ERRORS.render(431, "request head exceeds 8192 bytes")
+    assert json.loads(refusal)["error"] == "head_too_large"
     api.close()
+
+
+def test_a_store_outage_opens_the_circuit_until_a_probe_finds_it_back() -> None:
+    reads = MemoryReads(MESSAGES)
+    reads.outage = MESSAGES[0]
+    api = _api(reads, probe_interval=0.2)
+    target = f"/api/v1/vaas/2/{EMITTER}/1"
+
+    async def run() -> list[tuple[int, int]]:
+        transport = httpx.ASGITransport(app=events_app(api))
+        seen: list[tuple[int, int]] = []
+        async with httpx.AsyncClient(transport=transport, base_url="http://events") as client:
+            for _ in range(5):  # the first read finds the outage; the others are not tried
+                seen.append(((await client.get(target)).status_code, len(reads.calls)))
+            reads.outage = None  # the store is back; the next probe finds it
+            await asyncio.sleep(0.5)
+            seen.append(((await client.get(target)).status_code, len(reads.calls)))
+        return seen
+
+    seen = asyncio.run(run())
+    api.close()
+    assert seen[:5] == [(503, 1)] * 5
+    assert seen[5][0] == 200
+    assert "check" in reads.calls  # the probe
+
+
+def test_a_read_not_done_within_the_deadline_is_answered_503() -> None:
+    reads = MemoryReads(MESSAGES)
+    reads.gate = threading.Event()  # every read waits (up to 10 s)
+    api = _api(reads, request_deadline=0.3, workers=1)
+    target = f"/api/v1/vaas/2/{EMITTER}/1"
+
+    async def run() -> list[tuple[int, str, float]]:
+        transport = httpx.ASGITransport(app=events_app(api))
+        async with httpx.AsyncClient(transport=transport, base_url="http://events") as client:
+
+            async def timed() -> tuple[int, str, float]:
+                start = time.monotonic()
+                answer = await client.get(target)
+                return answer.status_code, answer.json()["error"], time.monotonic() - start
+
+            return list(await asyncio.gather(timed(), timed()))
+
+    answers = asyncio.run(run())
+    assert reads.gate is not None
+    reads.gate.set()
+    api.close()
+    # One read runs and is late; the other never got the only thread.
+    assert sorted(a[:2] for a in answers) == [(503, "busy"), (503, "unavailable")]
+    assert all(seconds < 1.0 for *_, seconds in answers)

@@ -83,24 +83,31 @@ def test_day_ranges() -> None:
     assert "31 days (at most 30)" in caught.value.reason
 
 
+KEY = b"k" * 32
+
+
 def test_cursors_round_trip_and_are_bound_to_their_list() -> None:
     cursor = params.Cursor(2, EMITTER, MAX_SEQUENCE)
-    text = params.encode_cursor(cursor)
+    text = params.encode_cursor(cursor, KEY)
     assert not set(text) & set("=/+")
-    assert params.decode_cursor(text, 2, EMITTER) == cursor
-    assert params.decode_cursor(text, 2, None) == cursor
+    assert params.decode_cursor(text, 2, EMITTER, KEY) == cursor
+    assert params.decode_cursor(text, 2, None, KEY) == cursor
     with pytest.raises(BadParameterError, match="another list"):
-        params.decode_cursor(text, 4, None)
+        params.decode_cursor(text, 4, None, KEY)
     with pytest.raises(BadParameterError, match="another list"):
-        params.decode_cursor(text, 2, "00" * 32)
+        params.decode_cursor(text, 2, "00" * 32, KEY)
+    body, _, mac = params.encode_cursor(params.Cursor(2, EMITTER, 1), KEY).partition(".")
     forged = [
         "",
         "!!!",
-        params.encode_cursor(params.Cursor(2, EMITTER, 1)).upper(),
+        params.encode_cursor(params.Cursor(2, EMITTER, 1), KEY).upper(),
+        body,  # the signed text without its MAC
+        f"{body}.{mac[:-1]}",
+        params.encode_cursor(params.Cursor(2, EMITTER, 1), b"another key " * 2),
         "djI6MjpmZjox",  # v2:2:ff:1
-        "djE6MjpmZjox",  # v1:2:ff:1 (a short emitter: never one this API returned)
+        "djE6MjpmZjox",  # v1:2:ff:1 (the old, unsigned form)
     ]
     for bad in forged:
         with pytest.raises(BadParameterError) as caught:
-            params.decode_cursor(bad, 2, None)
+            params.decode_cursor(bad, 2, None, KEY)
         assert caught.value.parameter == "cursor"

@@ -9,7 +9,7 @@ from typing import Any
 
 from chainloom.eventstore import schema
 from chainloom.eventstore.api import models, shapes
-from chainloom.eventstore.api.openapi import document
+from chainloom.eventstore.api.app import document
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.schema import Q
 from chainloom.wormhole.sequences import GapBook

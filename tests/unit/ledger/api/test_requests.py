@@ -91,6 +91,9 @@ def test_ledger_selectors(given: dict[str, Any], expected: rq.LedgerSelector) ->
         {"ledger_index": True},
         {"ledger_hash": "AB"},
         {"ledger_hash": "ZZ" * 32},
+        {"ledger_index": "\u0663\u0668\u0661\u0664\u0661"},  # Arabic-Indic 38141
+        {"ledger_index": "\uff13\uff18\uff11\uff14\uff11"},  # fullwidth 38141
+        {"ledger_index": " 38141"},
     ],
 )
 def test_malformed_ledger_selectors(given: dict[str, Any]) -> None:
@@ -152,6 +155,14 @@ def test_ledger_entry_typed_forms_become_keys() -> None:
 )
 def test_malformed_ledger_entry_requests(params: dict[str, Any], token: str) -> None:
     assert _refused("ledger_entry", **params).token == token
+
+
+@pytest.mark.parametrize("bound", ["ledger_index_min", "ledger_index_max"])
+def test_history_bounds_are_ascii_digits_only(bound: str) -> None:
+    params = {"account": "rHb9CJAWyB4rj91VRWn96DkukG4bwdtyTh", bound: "\u0663\u0668\u0661"}
+    with pytest.raises(RpcError) as refused:
+        rq.parse_account_tx(params)
+    assert refused.value.token == "invalidParams"
 
 
 def test_account_tx_paging_parameters() -> None:
