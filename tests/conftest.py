@@ -294,7 +294,7 @@ def node_cluster() -> Iterator[NodeCluster]:
         pytest.skip("the node needs root (containerd, network namespaces, iptables)")
     private = Path(tempfile.mkdtemp(prefix="chainloom-node-"))
     env = {**os.environ, "CHAINLOOM_RUN": str(private)}
-    command = [sys.executable, "-m", "chainloom", "stack"]
+    command = [sys.executable, "-m", "chainloom_dev", "stack"]
     started = subprocess.run(
         [*command, "up", "--only", "node"], env=env, capture_output=True, text=True, check=False
     )
