@@ -16,7 +16,7 @@ ever reading a key.
 
 lightkube and not the official client: kopf imports the official client whenever it is
 installed (about 45 MB of the operator's memory, docs/operator.md "Scale"); without it, kopf
-logs in with its own handlers (``_handlers.login``).
+logs in with its own handlers (``_handlers.startup.login``).
 """
 
 from __future__ import annotations
