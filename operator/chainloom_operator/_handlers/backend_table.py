@@ -38,7 +38,7 @@ KIND = "BackendTable"
 
 
 def reconcile_table(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None,
-                    settings: OperatorSettings) -> None:  # fmt: skip
+                    settings: OperatorSettings) -> float | None:  # fmt: skip
     del settings  # nothing rendered: the backend's tables only
     from chainloom_operator import _backends  # noqa: PLC0415 (its clients cost ~40 MB: loaded with the first table)
 
@@ -55,11 +55,12 @@ def reconcile_table(cluster: Cluster, body: Mapping[str, Any], failure: Failure 
                           now=now(), failure=failure)  # fmt: skip
     cluster.patch_status(PLURALS[KIND], owner.namespace, owner.name,
                          status.model_dump(mode="json", by_alias=True))  # fmt: skip
+    return None
 
 
 def refresh_table_status(
     cluster: Cluster, body: Mapping[str, Any], failure: Failure | None
-) -> None:
+) -> float | None:
     """Record ``failure`` on a table (its schema is not read again here)."""
     owner = owner_of(KIND, body)
     status = body.get("status") or {}
@@ -70,6 +71,7 @@ def refresh_table_status(
         mode="json", by_alias=True, include={"conditions", "observed_generation"}
     )
     cluster.patch_status(PLURALS[KIND], owner.namespace, owner.name, patch)
+    return None
 
 
 @kopf.on.resume(GROUP, VERSION, "backendtables")

@@ -43,16 +43,18 @@ CHILD_LABELS = child_labels(KIND)
 
 
 def reconcile_pool(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None,
-                   settings: OperatorSettings) -> None:  # fmt: skip
+                   settings: OperatorSettings) -> float | None:  # fmt: skip
     owner = owner_of(KIND, body)
     spec = spec_of(RelayerPoolSpec, body["spec"])
     cluster.check_secrets(owner.namespace, secret_references(spec))
     rendered = render_relayer_pool(owner, spec, otlp_endpoint=settings.otlp_endpoint)
     apply_all(cluster, owner, rendered, POOL_KINDS)
-    refresh_pool_status(cluster, body, failure)
+    return refresh_pool_status(cluster, body, failure)
 
 
-def refresh_pool_status(cluster: Cluster, body: Mapping[str, Any], failure: Failure | None) -> None:
+def refresh_pool_status(
+    cluster: Cluster, body: Mapping[str, Any], failure: Failure | None
+) -> float | None:
     owner = owner_of(KIND, body)
     spec = spec_of(RelayerPoolSpec, body["spec"])
     deployments = cluster.children(owner, (("apps/v1", "Deployment"),))
@@ -61,6 +63,7 @@ def refresh_pool_status(cluster: Cluster, body: Mapping[str, Any], failure: Fail
                                  failure=failure)  # fmt: skip
     cluster.patch_status(PLURALS[KIND], owner.namespace, owner.name,
                          status.model_dump(mode="json", by_alias=True))  # fmt: skip
+    return None
 
 
 @kopf.on.resume(GROUP, VERSION, "relayerpools")

@@ -81,11 +81,13 @@ def previous_conditions(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     return conditions
 
 
-Reconcile = Callable[[Cluster, Mapping[str, Any], Failure | None, OperatorSettings], None]
+Reconcile = Callable[[Cluster, Mapping[str, Any], Failure | None, OperatorSettings], float | None]
 """A kind's reconcile: render and apply its children (with the operator's settings: the OTLP
-endpoint the pods get), then patch its status."""
-Refresh = Callable[[Cluster, Mapping[str, Any], Failure | None], None]
-"""A kind's status refresh: patch the status from what the cluster reports (and ``failure``)."""
+endpoint the pods get), then patch its status; returns what its status refresh returned."""
+Refresh = Callable[[Cluster, Mapping[str, Any], Failure | None], float | None]
+"""A kind's status refresh: patch the status from what the cluster reports (and ``failure``);
+returns the seconds after which it must run again although nothing changes (a deadline in the
+status passes then), or None."""
 
 
 class Bookkeeping:
@@ -101,9 +103,30 @@ class Bookkeeping:
         self._locks: dict[tuple[str, str, str], threading.Lock] = {}
         self.failures: dict[tuple[str, str, str], Failure] = {}
 
+        self._timers: dict[tuple[str, str, str], threading.Timer] = {}
+
     def lock(self, key: tuple[str, str, str]) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
+
+    def wake(self, key: tuple[str, str, str], after: float, callback: Callable[[], None]) -> None:
+        """Run ``callback`` in ``after`` seconds (in a thread of its own), instead of any wake-up
+        of ``key`` still pending."""
+        timer = threading.Timer(after, callback)
+        timer.daemon = True
+        with self._guard:
+            pending = self._timers.pop(key, None)
+            if pending is not None:
+                pending.cancel()
+            self._timers[key] = timer
+        timer.start()
+
+    def stop(self) -> None:
+        """Cancel every pending wake-up."""
+        with self._guard:
+            for timer in self._timers.values():
+                timer.cancel()
+            self._timers.clear()
 
 
 def key_of(kind: str, body: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -147,7 +170,7 @@ def reconciling(
     started = time.monotonic()
     with books.lock(key):
         try:
-            reconcile(cluster, body, None, memo["settings"])
+            after = reconcile(cluster, body, None, memo["settings"])
         except OperatorError as error:
             settings: OperatorSettings = memo["settings"]
             outcome = (
@@ -166,8 +189,54 @@ def reconciling(
         else:
             books.failures.pop(key, None)
             metrics.reconciled(kind, "ok", time.monotonic() - started, None)
+            refresh_later(kind, key, after, cluster, books=books, refresh=refresh)
             return
     give_up_or_retry(body, failed, retry, memo["settings"])
+
+
+def refresh_later(
+    kind: str, key: tuple[str, str, str], after: float | None, cluster: Cluster, *,
+    books: Bookkeeping, refresh: Refresh,
+) -> None:  # fmt: skip
+    """In ``after`` seconds (None: never), refresh the status of the resource ``key`` again,
+    read afresh, under its lock; and again if that refresh asks for it."""
+    if after is None:
+        return
+
+    def wake() -> None:
+        with books.lock(key):
+            body = cluster.get_custom(PLURALS[kind], key[1], key[2])
+            if body is None or body["metadata"].get("deletionTimestamp"):
+                return
+            try:
+                again = refresh(cluster, body, books.failures.get(key))
+            except OperatorError as error:
+                log.warning("%s %s/%s: %s", kind, key[1], key[2], error)
+                return
+            except Exception:
+                log.exception("%s %s/%s: the status refresh failed", kind, key[1], key[2])
+                return
+        refresh_later(kind, key, again, cluster, books=books, refresh=refresh)
+
+    books.wake(key, after, wake)
+
+
+def refresh_owner(kind: str, namespace: str, name: str, memo: kopf.Memo, refresh: Refresh) -> None:
+    """Refresh the status of the ``kind`` resource ``namespace/name`` (read afresh, under its
+    lock), if it exists: something it does not own directly changed (a pod of its child)."""
+    cluster: Cluster = memo["cluster"]
+    books: Bookkeeping = memo["books"]
+    key = (kind, namespace, name)
+    with books.lock(key):
+        owner = cluster.get_custom(PLURALS[kind], namespace, name)
+        if owner is None or owner["metadata"].get("deletionTimestamp"):
+            return
+        try:
+            after = refresh(cluster, owner, books.failures.get(key))
+        except OperatorError as error:
+            log.warning("%s %s: %s", kind, name, error)
+            return
+    refresh_later(kind, key, after, cluster, books=books, refresh=refresh)
 
 
 def on_child_event(
@@ -193,11 +262,13 @@ def on_child_event(
             if type == "DELETED":
                 log.info("%s %s deleted: reconciling %s %s", body.get("kind"),
                          body["metadata"]["name"], kind, name)  # fmt: skip
-                reconcile(cluster, owner, books.failures.get(key), memo["settings"])
+                after = reconcile(cluster, owner, books.failures.get(key), memo["settings"])
             else:
-                refresh(cluster, owner, books.failures.get(key))
+                after = refresh(cluster, owner, books.failures.get(key))
         except OperatorError as error:
             log.warning("%s %s: %s", kind, name, error)
+            return
+    refresh_later(kind, key, after, cluster, books=books, refresh=refresh)
 
 
 def listed(cluster: Cluster, kind: str, namespaces: Iterable[str]) -> Iterator[dict[str, Any]]:

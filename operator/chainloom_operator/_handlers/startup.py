@@ -77,10 +77,13 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 
 @kopf.on.cleanup()
 def stop_background(memo: kopf.Memo, **_: Any) -> None:
-    """Stop the recheck thread."""
+    """Stop the recheck thread and the pending status wake-ups."""
     stop = memo.get("recheck_stop")
     if stop is not None:
         stop.set()
+    books = memo.get("books")
+    if books is not None:
+        books.stop()
 
 
 @kopf.on.probe(id="resources")
