@@ -31,7 +31,7 @@ from chainloom_operator._handlers.shared import (
     spec_of,
 )
 from chainloom_operator._kube import Cluster
-from chainloom_operator._render.common import OWNER_NAME_LABEL, Owner
+from chainloom_operator._render.common import OWNER_KIND_LABEL, OWNER_NAME_LABEL, Owner
 from chainloom_operator._render.pipeline import render_pipeline
 from chainloom_operator._render.spark_options import secret_references
 from chainloom_operator._render.spark_status import (
@@ -69,6 +69,8 @@ STATUS_SOURCES = ("Deployment", "SparkApplication", "ScheduledSparkApplication")
 CHILD_LABELS = child_labels(KIND)
 DRIVER_LABELS = {**CHILD_LABELS, "spark-role": "driver"}
 """The label filter of the watch on the applications' driver pods."""
+DRIVER_POD_SELECTOR = f"spark-role=driver,{OWNER_KIND_LABEL}={KIND},{OWNER_NAME_LABEL}"
+"""The same, as the label selector the API server applies to the operator's watch of pods."""
 
 
 def _sink(cluster: Cluster, owner: Owner, name: str) -> BackendTableSpec:

@@ -12,6 +12,7 @@ from typing import Any
 import kopf
 
 from chainloom_operator._handlers.backend_table import recheck_tables
+from chainloom_operator._handlers.ingest_pipeline import DRIVER_POD_SELECTOR
 from chainloom_operator._handlers.relayer_pool import recheck_queues
 from chainloom_operator._handlers.shared import FINALIZER, Bookkeeping
 from chainloom_operator._kube import Cluster, api_client
@@ -51,6 +52,9 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.execution.max_workers = HANDLER_THREADS
     settings.queueing.worker_limit = OBJECTS_AT_ONCE
     settings.queueing.idle_timeout = WORKER_IDLE
+    # Only the pipelines' driver pods reach the operator (filtered by the API server, not after
+    # every pod of the namespaces has been sent): their labels come from the application.
+    settings.watching.label_selectors["v1", "pods"] = DRIVER_POD_SELECTOR
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # else a log line per API request
     memo["cluster"] = Cluster(api_client())
     memo["books"] = Bookkeeping()
