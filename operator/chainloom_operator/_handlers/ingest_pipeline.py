@@ -12,6 +12,7 @@ not by polling.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,8 +20,11 @@ import kopf
 
 from chainloom_operator._handlers.shared import (
     PLURALS,
+    Bookkeeping,
     apply_all,
     child_labels,
+    key_of,
+    listed,
     log,
     now,
     on_child_event,
@@ -182,8 +186,9 @@ def pipeline_application_event(type: str, body: kopf.Body, memo: kopf.Memo, **_:
                        reconcile=reconcile_pipeline, refresh=refresh_pipeline_status)  # fmt: skip
         return
     labels = body["metadata"].get("labels") or {}
-    refresh_owner(KIND, body["metadata"]["namespace"], labels[OWNER_NAME_LABEL], memo,
-                  refresh_pipeline_status)  # fmt: skip
+    key = (KIND, body["metadata"]["namespace"], labels[OWNER_NAME_LABEL])
+    refresh_owner(KIND, key, books=memo["books"], cluster=memo["cluster"],
+                  refresh=refresh_pipeline_status)  # fmt: skip
 
 
 @kopf.on.event("v1", "pods", labels=DRIVER_LABELS)
@@ -192,5 +197,24 @@ def pipeline_driver_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     scheduler found no node, it started): refresh the pipeline's status. Spark copies the
     application's labels, the owner labels among them, onto its driver pod."""
     labels = body["metadata"].get("labels") or {}
-    refresh_owner(KIND, body["metadata"]["namespace"], labels[OWNER_NAME_LABEL], memo,
-                  refresh_pipeline_status)  # fmt: skip
+    key = (KIND, body["metadata"]["namespace"], labels[OWNER_NAME_LABEL])
+    refresh_owner(KIND, key, books=memo["books"], cluster=memo["cluster"],
+                  refresh=refresh_pipeline_status)  # fmt: skip
+
+
+def recheck_pipelines(cluster: Cluster, settings: OperatorSettings, stop: threading.Event,
+                      books: Bookkeeping) -> None:  # fmt: skip
+    """Refresh the status of each batch pipeline whose run has not finished (in the watched
+    namespaces): a watch event lost while the connection was down is made good here."""
+    for body in listed(cluster, KIND, settings.namespaces):
+        if stop.is_set():
+            return
+        spec, status = body.get("spec") or {}, body.get("status") or {}
+        finished = not spec.get("schedule") and status.get("state") in FINISHED_STATES
+        if body["metadata"].get("deletionTimestamp") or spec.get("mode") != "batch" or finished:
+            continue
+        try:
+            refresh_owner(KIND, key_of(KIND, body), books=books, cluster=cluster,
+                          refresh=refresh_pipeline_status)  # fmt: skip
+        except Exception:
+            log.exception("IngestPipeline recheck failed")

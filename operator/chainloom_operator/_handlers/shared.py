@@ -221,20 +221,19 @@ def refresh_later(
     books.wake(key, after, wake)
 
 
-def refresh_owner(kind: str, namespace: str, name: str, memo: kopf.Memo, refresh: Refresh) -> None:
+def refresh_owner(kind: str, key: tuple[str, str, str], *, books: Bookkeeping,
+                  cluster: Cluster, refresh: Refresh) -> None:  # fmt: skip
     """Refresh the status of the ``kind`` resource ``namespace/name`` (read afresh, under its
-    lock), if it exists: something it does not own directly changed (a pod of its child)."""
-    cluster: Cluster = memo["cluster"]
-    books: Bookkeeping = memo["books"]
-    key = (kind, namespace, name)
+    lock), if it exists: something it does not own directly changed (a pod of its child), or
+    the recheck thread's round came. ``key``: ``(kind, namespace, name)``."""
     with books.lock(key):
-        owner = cluster.get_custom(PLURALS[kind], namespace, name)
+        owner = cluster.get_custom(PLURALS[kind], key[1], key[2])
         if owner is None or owner["metadata"].get("deletionTimestamp"):
             return
         try:
             after = refresh(cluster, owner, books.failures.get(key))
         except OperatorError as error:
-            log.warning("%s %s: %s", kind, name, error)
+            log.warning("%s %s/%s: %s", kind, key[1], key[2], error)
             return
     refresh_later(kind, key, after, cluster, books=books, refresh=refresh)
 
@@ -266,7 +265,7 @@ def on_child_event(
             else:
                 after = refresh(cluster, owner, books.failures.get(key))
         except OperatorError as error:
-            log.warning("%s %s: %s", kind, name, error)
+            log.warning("%s %s/%s: %s", kind, key[1], key[2], error)
             return
     refresh_later(kind, key, after, cluster, books=books, refresh=refresh)
 

@@ -1,6 +1,6 @@
 """The operator's start and stop: kopf's settings, the API client, logins, the liveness probe,
 and the recheck thread (every ``recheck_interval`` seconds: each BackendTable's schema, each
-RelayerPool's queue depths).
+RelayerPool's queue depths, each unfinished batch IngestPipeline's status).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import kopf
 
 from chainloom_operator._handlers.backend_table import recheck_tables
-from chainloom_operator._handlers.ingest_pipeline import DRIVER_POD_SELECTOR
+from chainloom_operator._handlers.ingest_pipeline import DRIVER_POD_SELECTOR, recheck_pipelines
 from chainloom_operator._handlers.relayer_pool import recheck_queues
 from chainloom_operator._handlers.shared import FINALIZER, Bookkeeping
 from chainloom_operator._kube import Cluster, api_client
@@ -98,7 +98,9 @@ def probe(memo: kopf.Memo, **_: Any) -> str:
 
 def _recheck(cluster: Cluster, settings: OperatorSettings, stop: threading.Event,
              books: Bookkeeping) -> None:  # fmt: skip
-    """Every ``recheck_interval`` seconds: each BackendTable's schema, each pool's queues."""
+    """Every ``recheck_interval`` seconds: each BackendTable's schema, each pool's queues, each
+    unfinished batch pipeline's status."""
     while not stop.wait(settings.recheck_interval):
         recheck_tables(cluster, settings, stop, books)
         recheck_queues(cluster, settings, stop)
+        recheck_pipelines(cluster, settings, stop, books)
