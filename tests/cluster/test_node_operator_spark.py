@@ -183,7 +183,9 @@ def test_a_secret_gone_after_rendering_is_named(
     kubectl(kubeconfig, "-n", namespace, "delete", "secret", "creds")
     _start_driver(kubeconfig, namespace, application)
     degraded = _degraded(kubeconfig, namespace, "creds", "MissingSecret")
-    assert "creds" in degraded["message"]
+    # The kubelet's words about the driver pod, not the operator's own check of the spec.
+    assert "creds-driver" in degraded["message"]
+    assert 'secret "creds" not found' in degraded["message"]
     assert "pw-value" not in json.dumps(kubectl_json(kubeconfig, "-n", namespace, "get",
                                                      "ipl", "creds"))  # fmt: skip
     _warning(kubeconfig, namespace, "MissingSecret")
