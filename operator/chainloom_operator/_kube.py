@@ -16,14 +16,15 @@ ever reading a key.
 
 lightkube and not the official client: kopf imports the official client whenever it is
 installed (about 45 MB of the operator's memory, docs/operator.md "Scale"); without it, kopf
-logs in with its own handlers (``_handlers.login``).
+logs in with its own handlers (``_handlers.startup.login``).
 """
 
 from __future__ import annotations
 
+import datetime
 import fnmatch
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx2
@@ -253,6 +254,34 @@ class Cluster:
     def _pages(self, resource: Resource, namespace: str) -> Iterator[dict[str, Any]]:
         for item in self.api.list(resource, namespace=namespace, chunk_size=LIST_PAGE):
             yield dict(item)
+
+    def post_event(self, involved: Mapping[str, Any], reason: str, message: str,
+                   kind: str = "Warning") -> None:  # fmt: skip
+        """Post a core/v1 Event about ``involved`` (a resource as the API server returned it).
+
+        kopf posts the events of its handlers; this is for the ones a status refresh finds
+        (outside kopf's handler context: a child's event, a deadline passing).
+        """
+        meta = involved["metadata"]
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": involved.get("apiVersion", ""),
+                               "kind": involved.get("kind", ""), "name": meta["name"],
+                               "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind,
+            "source": {"component": MANAGED_BY},
+            "reportingComponent": MANAGED_BY,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }  # fmt: skip
+        response = self.http.post(f"/api/v1/namespaces/{meta['namespace']}/events", json=event)
+        response.raise_for_status()
 
     def patch_status(self, plural: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge ``status`` into the resource's status subresource (gone already is fine)."""

@@ -18,11 +18,9 @@ which the models check too, so the API server and the operator refuse the same s
 
 from __future__ import annotations
 
-import copy
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from chainloom.eventstore.config import EventStoreSettings
 from chainloom.indexer.config import BatchSettings as IndexerBatchSettings
@@ -36,147 +34,58 @@ from chainloom.relayer.config import (
 )
 from chainloom.settings import BigtableSettings, CassandraSettings, GuardianSetSettings
 from chainloom.settings.emitters import ChainId, EmitterSettings
-from chainloom.settings.parts import Part
+from chainloom_operator.spark_models import (
+    Attempt,
+    BatchScheduler,
+    DynamicAllocation,
+    PipelineCondition,
+    PriorityClassName,
+    RestartPolicy,
+    ScheduleStatus,
+    Secrets,
+    SparkPlacement,
+    Volume,
+)
+from chainloom_operator.spec_parts import (
+    API_VERSION,
+    CEL_RULES,
+    GROUP,
+    VERSION,
+    Condition,
+    DnsLabel,
+    Placement,
+    Quantity,
+    ResourceName,
+    Resources,
+    SecretKeyRef,
+    Spec,
+    Status,
+    StatusPart,
+    Toleration,
+    cel,
+    reused,
+)
 from chainloom_spark.settings import KubernetesSettings, SparkSettings, WriterSettings
 
-GROUP = "chainloom.io"
-"""API group of the custom resources."""
-VERSION = "v1alpha1"
-"""Their one served and stored version."""
-API_VERSION = f"{GROUP}/{VERSION}"
-"""``apiVersion`` of every custom resource."""
-
-DnsLabel = Annotated[
-    str, Field(min_length=1, max_length=30, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+__all__ = [  # the parts, re-exported: every model of the CRs is importable from here
+    "API_VERSION",
+    "CEL_RULES",
+    "GROUP",
+    "VERSION",
+    "Condition",
+    "DnsLabel",
+    "Placement",
+    "Quantity",
+    "ResourceName",
+    "Resources",
+    "SecretKeyRef",
+    "Spec",
+    "Status",
+    "StatusPart",
+    "Toleration",
+    "cel",
+    "reused",
 ]
-"""A short DNS label (it becomes part of child object names)."""
-ResourceName = Annotated[
-    str, Field(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
-]
-"""The name of another object in the same namespace (a Secret, a BackendTable)."""
-Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")]
-"""A Kubernetes resource quantity (``250m``, ``128Mi``)."""
-
-
-def reused(model: type[BaseModel], name: str) -> Any:
-    """Field ``name`` of a service's settings ``model``, to declare again in a spec model.
-
-    The copy keeps the field's constraints, default and description; the spec model repeats
-    only the annotation (for the type checker), which ``tests/unit/operator/test_models.py``
-    compares with the original.
-    """
-    return copy.deepcopy(model.model_fields[name])
-
-
-class Spec(Part):
-    """Base of every spec model: frozen, unknown keys refused (as in the settings models)."""
-
-    def cel_checks(self) -> list[str]:
-        """Messages of the CEL rules this object breaks (checked here as the server does)."""
-        return []
-
-    @model_validator(mode="after")
-    def _cel_rules(self) -> Spec:
-        broken = self.cel_checks()
-        if broken:
-            raise ValueError("; ".join(broken))
-        return self
-
-
-CEL_RULES: dict[type[BaseModel], list[dict[str, str]]] = {}
-"""CEL ``x-kubernetes-validations`` per model, mirrored by the model's :meth:`Spec.cel_checks`."""
-
-
-def cel(model_type: type[Spec], *rules: tuple[str, str]) -> None:
-    """Declare ``(rule, message)`` CEL rules of ``model_type``."""
-    CEL_RULES[model_type] = [{"rule": rule, "message": message} for rule, message in rules]
-
-
-# --------------------------------------------------------------------------------------------
-# Shared
-
-
-class SecretKeyRef(Spec):
-    """One key of a Secret in the resource's namespace."""
-
-    name: ResourceName = Field(description="Name of the Secret.")
-    key: str = Field(
-        default="key",
-        min_length=1,
-        max_length=253,
-        pattern=r"^[-._a-zA-Z0-9]+$",
-        description="Key inside the Secret.",
-    )
-
-
-class Resources(Spec):
-    """CPU and memory of a container (requests; the limit is the memory request)."""
-
-    cpu: Quantity = Field(default="100m", description="CPU request.")
-    memory: Quantity = Field(default="128Mi", description="Memory request and limit.")
-
-
-class Toleration(Spec):
-    """A taint the pods tolerate (Kubernetes' ``Toleration``, the fields a placement needs)."""
-
-    key: str = Field(default="", max_length=253, description="Taint key; empty matches every key.")
-    operator: Literal["Exists", "Equal"] = Field(
-        default="Equal", description="Exists (any value) or Equal (the value below)."
-    )
-    value: str = Field(default="", max_length=63, description="Taint value, for Equal.")
-    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
-        default="", description="Taint effect; empty matches every effect."
-    )
-
-
-class Placement(Spec):
-    """Where the pods may run: copied into every pod template the resource renders."""
-
-    node_selector: dict[str, str] = Field(
-        default_factory=dict, description="Node labels a node must carry (nodeSelector)."
-    )
-    tolerations: tuple[Toleration, ...] = Field(
-        default=(), description="Taints the pods tolerate (e.g. dedicated nodes)."
-    )
-
-
-class StatusPart(BaseModel):
-    """Base of the status models: camelCase on the wire, as Kubernetes tools read status.
-
-    ``kubectl wait --for=condition=Ready`` and kstatus-based tools (Helm, Flux, Argo CD) look
-    for ``status.observedGeneration`` and ``status.conditions``; the spec keeps the settings'
-    names (see the module docstring), the status follows the Kubernetes convention.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel,
-                              populate_by_name=True)  # fmt: skip
-
-
-class Condition(StatusPart):
-    """One condition of a resource's status (the Kubernetes ``metav1.Condition`` fields)."""
-
-    type: Literal["Ready", "Progressing", "Degraded"] = Field(description="Condition type.")
-    status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
-    reason: str = Field(description="One CamelCase word for the state.")
-    message: str = Field(default="", description="What is going on, for a person.")
-    observed_generation: int = Field(
-        default=0, description="metadata.generation of the spec this condition describes."
-    )
-    last_transition_time: str = Field(
-        default="", description="When status last changed (RFC 3339)."
-    )
-
-
-class Status(StatusPart):
-    """Fields every status has."""
-
-    observed_generation: int = Field(
-        default=0, description="metadata.generation of the spec last reconciled."
-    )
-    conditions: tuple[Condition, ...] = Field(
-        default=(), description="Ready, Progressing and Degraded."
-    )
-
 
 # --------------------------------------------------------------------------------------------
 # RelayerPool
@@ -333,6 +242,8 @@ class RelayerPoolStatus(Status):
 # --------------------------------------------------------------------------------------------
 # IngestPipeline
 
+MAX_ATTEMPTS = 20
+"""Attempts an IngestPipeline's status keeps (the latest)."""
 BatchJob = Literal["vaa-ingest", "ledger-load", "gap-backfill", "enrich", "export"]
 """The Spark jobs (``chainloom_spark.jobs.JOBS``; a unit test keeps the two equal)."""
 
@@ -355,11 +266,6 @@ class SparkResources(Spec):
 class BatchSpec(Spec):
     """A Spark job run by the spark-operator."""
 
-    def cel_checks(self) -> list[str]:
-        if self.input is None and self.job not in ("gap-backfill", "export"):
-            return ["input is required for vaa-ingest, ledger-load and enrich"]
-        return []
-
     job: BatchJob = Field(description="The job (chainloom spark run JOB).")
     input: str | None = Field(
         default=None,
@@ -379,6 +285,59 @@ class BatchSpec(Spec):
     resources: SparkResources = Field(
         default_factory=SparkResources, description="Image, driver and executors."
     )
+    restart_policy: RestartPolicy = Field(
+        default_factory=RestartPolicy, description="When the application runs again."
+    )
+    time_to_live_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description="Seconds the finished application is kept before the spark-operator "
+        "deletes it (timeToLiveSeconds); null: kept. Its counts stay in the pipeline's status.",
+    )
+    dynamic_allocation: DynamicAllocation | None = Field(
+        default=None, description="Executors added and removed with the work."
+    )
+    volumes: tuple[Volume, ...] = Field(
+        default=(),
+        max_length=32,
+        description="Volumes of the driver and executors, with their mount paths.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    secrets: Secrets = Field(
+        default_factory=Secrets, description="Credentials from Secrets (files or variables)."
+    )
+    driver_placement: SparkPlacement = Field(
+        default_factory=SparkPlacement, description="Where the driver may run."
+    )
+    executor_placement: SparkPlacement = Field(
+        default_factory=SparkPlacement, description="Where the executors may run."
+    )
+    priority_class_name: PriorityClassName | None = Field(
+        default=None, description="PriorityClass of the driver and executor pods."
+    )
+    batch_scheduler: BatchScheduler | None = Field(
+        default=None, description="A batch scheduler and its queue (gang scheduling)."
+    )
+    start_deadline_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=604800,
+        description="Seconds a submitted application may wait for its driver to run before "
+        "the pipeline reports SubmissionDelayed (a condition and a Warning event); null: "
+        "no deadline.",
+    )
+
+    def cel_checks(self) -> list[str]:
+        broken = []
+        if self.input is None and self.job not in ("gap-backfill", "export"):
+            broken.append("input is required for vaa-ingest, ledger-load and enrich")
+        names = [v.name for v in self.volumes]
+        if len(set(names)) != len(names):
+            broken.append("volume names must be unique")
+        variables = [e.name for e in self.secrets.env]
+        if len(set(variables)) != len(variables) or set(variables) & set(self.resources.env):
+            broken.append("a variable of secrets.env is given twice (or also in resources.env)")
+        return broken
 
 
 class StreamingSpec(Spec):
@@ -445,6 +404,10 @@ cel(
 class IngestPipelineStatus(Status):
     """What the operator last saw of the pipeline's child."""
 
+    conditions: tuple[PipelineCondition, ...] = Field(
+        default=(), description="Ready, Progressing, Degraded and SubmissionDelayed."
+    )
+
     application: str = Field(default="", description="Name of the rendered child.")
     state: str = Field(
         default="",
@@ -454,6 +417,27 @@ class IngestPipelineStatus(Status):
     last_run: str = Field(default="", description="The last run of a schedule.")
     summary: dict[str, int] = Field(
         default_factory=dict, description="The finished job's counts, when it reports them."
+    )
+    error_message: str = Field(
+        default="", description="The application's error message (applicationState)."
+    )
+    submission_attempts: int = Field(
+        default=0, description="The application's submissionAttempts (a schedule's last run's)."
+    )
+    execution_attempts: int = Field(
+        default=0, description="The application's executionAttempts (a schedule's last run's)."
+    )
+    driver_pod: str = Field(default="", description="The driver pod (driverInfo.podName).")
+    executor_state: dict[str, str] = Field(
+        default_factory=dict, description="Executor pod -> its state (executorState)."
+    )
+    attempts: tuple[Attempt, ...] = Field(
+        default=(),
+        description="One entry per submission of the application (the latest "
+        f"{MAX_ATTEMPTS}), each resubmission after a failure a new one.",
+    )
+    schedule: ScheduleStatus | None = Field(
+        default=None, description="The ScheduledSparkApplication's status (scheduled pipelines)."
     )
 
 

@@ -54,10 +54,11 @@ app.kubernetes.io/component: operator
 - apiGroups: [""]
   resources: [secrets]
   verbs: [get]
-# A finished SparkApplication's driver pod: its termination message holds the job's counts.
+# A SparkApplication's driver pod (watched, found by its owner labels): why it cannot start
+# (image, scheduling, a missing Secret), and once finished its termination message (the counts).
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get]
+  verbs: [get, list, watch]
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]

@@ -37,6 +37,7 @@ from chainloom_operator._render.common import (
     resources,
     telemetry_environment,
 )
+from chainloom_operator._render.spark_options import with_options
 from chainloom_operator.errors import SpecError
 from chainloom_operator.models import BackendTableSpec, BatchSpec, IngestPipelineSpec, StreamingSpec
 from chainloom_spark.errors import JobArgumentError
@@ -128,13 +129,15 @@ def spark_application(
     owner: Owner, batch: BatchSpec, sink: BackendTableSpec, otlp_endpoint: str | None = None
 ) -> dict[str, Any]:
     """The SparkApplication of one run, owned by the pipeline (``otlp_endpoint``: where its
-    driver exports its spans)."""
+    driver exports its spans), with the spark-operator options of ``batch``
+    (:func:`~chainloom_operator._render.spark_options.with_options`)."""
     settings = job_settings(owner, batch, sink, otlp_endpoint)
     application = render_application(
         batch.job, job_arguments(batch, sink), settings, name=owner.name
     )
     job_labels = labels(owner, "spark-job", **{"chainloom.io/job": batch.job})
     application["metadata"] = metadata(owner, owner.name, job_labels)
+    application["spec"] = with_options(application["spec"], batch)
     return application
 
 

@@ -11,8 +11,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, overload
 
+from chainloom_operator._render.pod_causes import PodCause, start_failure
+from chainloom_operator._render.spark_status import (
+    WAITING_STATES,
+    application_state,
+    driver_pod_of,
+    merge_attempts,
+    start_delay,
+)
 from chainloom_operator.models import (
     BackendTableStatus,
     Condition,
@@ -23,9 +31,12 @@ from chainloom_operator.models import (
     RelayerPoolStatus,
     WorkerStatus,
 )
+from chainloom_operator.spark_models import PipelineCondition, ScheduleStatus
 
 ConditionType = Literal["Ready", "Progressing", "Degraded"]
 ConditionStatus = Literal["True", "False", "Unknown"]
+C = TypeVar("C", bound=Condition)
+V = TypeVar("V")
 
 SPARK_OPERATOR_INSTALL = (
     "install the Kubeflow spark-operator controller watching this namespace: helm repo add "
@@ -58,35 +69,47 @@ class Verdict:
     """For a person."""
 
 
+Verdicts = Mapping[ConditionType, Verdict] | Mapping[str, Verdict]
+
+
+@overload
 def conditions(
-    verdicts: Mapping[ConditionType, Verdict],
+    verdicts: Verdicts, generation: int, previous: Sequence[Mapping[str, Any]], now: str
+) -> tuple[Condition, ...]: ...
+@overload
+def conditions(
+    verdicts: Verdicts,
     generation: int,
     previous: Sequence[Mapping[str, Any]],
     now: str,
+    model: type[C],
+) -> tuple[C, ...]: ...
+def conditions(
+    verdicts: Verdicts,
+    generation: int,
+    previous: Sequence[Mapping[str, Any]],
+    now: str,
+    model: type[Condition] = Condition,
 ) -> tuple[Condition, ...]:
-    """The conditions, keeping each one's lastTransitionTime while its status is unchanged."""
+    """The conditions (as ``model``), in the order of ``verdicts``, keeping each one's
+    lastTransitionTime while its status is unchanged."""
     before = {c.get("type"): c for c in previous}
     found = []
-    kinds: tuple[ConditionType, ...] = ("Ready", "Progressing", "Degraded")
-    for kind in kinds:
-        verdict = verdicts[kind]
+    for kind, verdict in verdicts.items():
         old = before.get(kind, {})
         since = old.get("lastTransitionTime") if old.get("status") == verdict.status else None
         found.append(
-            Condition(
-                type=kind,
-                status=verdict.status,
-                reason=verdict.reason,
-                message=verdict.message,
-                observed_generation=generation,
-                last_transition_time=since or now,
+            model.model_validate(
+                {"type": kind, "status": verdict.status, "reason": verdict.reason,
+                 "message": verdict.message, "observed_generation": generation,
+                 "last_transition_time": since or now}
             )
-        )
+        )  # fmt: skip
     return tuple(found)
 
 
 def _verdicts(ready: Verdict, progressing: bool, failure: Failure | None
-              ) -> dict[ConditionType, Verdict]:  # fmt: skip
+              ) -> dict[str, Verdict]:  # fmt: skip
     if failure is not None:
         return {
             "Ready": Verdict("False", failure.reason, failure.message),
@@ -177,6 +200,10 @@ SPARK_STATES = {
     "FAILING": ("False", "Failing", True),
     "FAILED": ("False", "Failed", False),
     "SUBMISSION_FAILED": ("False", "SubmissionFailed", False),
+    "SUSPENDING": ("False", "Suspending", True),
+    "SUSPENDED": ("False", "Suspended", False),
+    "RESUMING": ("False", "Resuming", True),
+    "UNKNOWN": ("Unknown", "Unknown", True),
 }
 """spark-operator application state -> (Ready, reason, still progressing)."""
 
@@ -232,7 +259,7 @@ def driver_summary(pod: Mapping[str, Any] | None) -> dict[str, int]:
     return {}
 
 
-def summary_patch(previous: Mapping[str, Any], current: Mapping[str, int]) -> dict[str, int | None]:
+def summary_patch(previous: Mapping[str, Any], current: Mapping[str, V]) -> dict[str, V | None]:
     """``status.summary`` as a merge patch: the current counts, and ``null`` for each count the
     previous status had that is gone (a rerun's empty summary would otherwise keep the last
     run's counts, since a merge patch never removes keys it does not name)."""
@@ -248,6 +275,59 @@ def _awaiting_controller(kind: str, namespace: str) -> Verdict:
     )
 
 
+def _application_verdict(state: str, application: Mapping[str, Any], namespace: str) -> Verdict:
+    if not state:
+        return _awaiting_controller("SparkApplication", namespace)
+    status, reason, _ = SPARK_STATES.get(state, ("Unknown", "Unknown", True))
+    message = ((application.get("status") or {}).get("applicationState") or {}).get(
+        "errorMessage", ""
+    )
+    return Verdict(status, reason, message)  # type: ignore[arg-type]
+
+
+def _delay_verdict(
+    spec: IngestPipelineSpec, run: Mapping[str, Any] | None, now: str, cause: PodCause | None
+) -> Verdict:
+    """SubmissionDelayed: True once ``run`` has waited past ``batch.start_deadline_seconds``
+    for its driver (spark-operator issue #2872)."""
+    assert spec.batch is not None
+    deadline = spec.batch.start_deadline_seconds
+    if deadline is None:
+        return Verdict("False", "NoDeadline", "batch.start_deadline_seconds is not set")
+    if run is None:
+        return Verdict("False", "NotSubmitted", "no application to wait for")
+    name = run.get("metadata", {}).get("name", "")
+    state = application_state(run)
+    delay = start_delay(run, deadline, now)
+    if state not in WAITING_STATES:
+        return Verdict("False", "DriverStarted", f"the driver of {name} started ({state})")
+    if delay is None or not delay.exceeded:
+        waited = f"{delay.waited:.0f} s" if delay else "a moment"
+        return Verdict("False", "WithinDeadline",
+                       f"{name} has waited {waited} of {deadline} s for its driver")  # fmt: skip
+    driver = driver_pod_of(run)
+    why = cause.message if cause else (
+        f"driver pod {driver} has not started" if driver else "not submitted yet"
+    )  # fmt: skip
+    return Verdict(
+        "True",
+        "StartDeadlineExceeded",
+        f"SparkApplication {name} ({state or 'not submitted'}) has waited {delay.waited:.0f} s "
+        f"for its driver, more than start_deadline_seconds {deadline}: {why}",
+    )
+
+
+def _schedule(child: Mapping[str, Any], run: Mapping[str, Any] | None) -> ScheduleStatus:
+    status = child.get("status") or {}
+    return ScheduleStatus(
+        state=str(status.get("scheduleState") or ""),
+        last_run=str(status.get("lastRun") or ""),
+        last_run_name=str(status.get("lastRunName") or ""),
+        last_run_state=application_state(run),
+        next_run=str(status.get("nextRun") or ""),
+    )
+
+
 def pipeline_status(
     spec: IngestPipelineSpec,
     child: Mapping[str, Any] | None,
@@ -258,13 +338,27 @@ def pipeline_status(
     namespace: str,
     failure: Failure | None = None,
     summary: Mapping[str, int] | None = None,
+    last_run: Mapping[str, Any] | None = None,
+    driver_pod: Mapping[str, Any] | None = None,
+    previous_attempts: Sequence[Mapping[str, Any]] = (),
 ) -> IngestPipelineStatus:
     """The pipeline's status from its observed child (SparkApplication, schedule or Deployment)
     and, once a SparkApplication has finished, its job's ``summary`` counts
-    (:func:`driver_summary` of its driver pod; for a schedule, of its last finished run's)."""
+    (:func:`driver_summary` of its driver pod; for a schedule, of its last finished run's).
+
+    For a batch pipeline the application mirrored is the child, or a schedule's ``last_run``
+    (the SparkApplication its status names); ``driver_pod`` is that application's driver pod
+    as the API server returns it (its waiting reasons say why a run cannot start:
+    :func:`~chainloom_operator._render.pod_causes.start_failure`), ``previous_attempts`` the
+    status's ``attempts`` so far, ``now`` an RFC 3339 time (the start deadline is measured
+    against it).
+    """
     name = (child or {}).get("metadata", {}).get("name", "")
     child_status = (child or {}).get("status") or {}
-    state, last_run = "", ""
+    state, last_run_name_, schedule = "", "", None
+    run = last_run if spec.schedule is not None else child
+    run_state = application_state(run)
+    cause = start_failure(driver_pod) if run is not None and run_state in WAITING_STATES else None
     if child is None:
         ready = Verdict("False", "Creating", "the child has not been created yet")
     elif spec.mode == "streaming":
@@ -274,7 +368,8 @@ def pipeline_status(
             Verdict("False", "Progressing", "waiting for the indexer to be available")  # fmt: skip
     elif spec.schedule is not None:
         state = child_status.get("scheduleState", "")
-        last_run = child_status.get("lastRunName", "")
+        last_run_name_ = child_status.get("lastRunName", "")
+        schedule = _schedule(child, run)
         if state == "Scheduled":
             ready = Verdict("True", "Scheduled", f"next run {child_status.get('nextRun', '?')}")
         elif state:
@@ -282,25 +377,80 @@ def pipeline_status(
         else:
             ready = _awaiting_controller("ScheduledSparkApplication", namespace)
     else:
-        application_state = child_status.get("applicationState") or {}
-        state = application_state.get("state", "")
-        if not state:
-            ready = _awaiting_controller("SparkApplication", namespace)
-        else:
-            status, reason, _ = SPARK_STATES.get(state, ("Unknown", "Unknown", True))
-            ready = Verdict(status, reason, application_state.get("errorMessage", ""))  # type: ignore[arg-type]
-    progressing = ready.status != "True" and ready.reason not in ("Failed", "SubmissionFailed")
+        state = run_state
+        ready = _application_verdict(state, child, namespace)
+        if cause is not None:
+            ready = Verdict("False", cause.reason, cause.message)
+    stuck = ("Failed", "SubmissionFailed") + ((cause.reason,) if cause else ())
+    progressing = ready.status != "True" and ready.reason not in stuck
     verdicts = _verdicts(ready, progressing, failure)
     if failure is None and ready.reason in ("Failed", "SubmissionFailed"):
         verdicts["Degraded"] = Verdict("True", ready.reason, ready.message)
+    if failure is None and cause is not None:
+        verdicts["Degraded"] = Verdict("True", cause.reason, cause.message)
+    mirrored: dict[str, Any] = {}
+    if spec.mode == "batch":
+        verdicts["SubmissionDelayed"] = _delay_verdict(spec, run, now, cause)
+        run_status = (run or {}).get("status") or {}
+        mirrored = {
+            "error_message": str((run_status.get("applicationState") or {}).get("errorMessage")
+                                 or ""),
+            "submission_attempts": int(run_status.get("submissionAttempts") or 0),
+            "execution_attempts": int(run_status.get("executionAttempts") or 0),
+            "driver_pod": driver_pod_of(run),
+            "executor_state": {str(k): str(v)
+                               for k, v in (run_status.get("executorState") or {}).items()},
+            "attempts": merge_attempts(previous_attempts, run),
+            "schedule": schedule,
+        }  # fmt: skip
     return IngestPipelineStatus(
         observed_generation=generation,
-        conditions=conditions(verdicts, generation, previous, now),
+        conditions=conditions(verdicts, generation, previous, now, model=PipelineCondition),
         application=name,
         state=state,
-        last_run=last_run,
-        summary=dict(summary or {}) if state in FINISHED_STATES or last_run else {},
+        last_run=last_run_name_,
+        summary=dict(summary or {}) if state in FINISHED_STATES or last_run_name_ else {},
+        **mirrored,
     )
+
+
+POD_CAUSE_REASONS = frozenset(
+    {"ImagePullFailed", "Unschedulable", "MissingSecret", "MissingConfigMap",
+     "ContainerConfigError", "ContainerStartFailed"}
+)  # fmt: skip
+"""Degraded reasons that come from the driver pod (not from a failed reconcile)."""
+
+
+def pipeline_warnings(
+    previous: Sequence[Mapping[str, Any]], current: Sequence[PipelineCondition]
+) -> list[tuple[str, str]]:
+    """``(reason, message)`` of each Warning event the new conditions call for: the start
+    deadline newly exceeded, a driver pod newly unable to start (or for another reason). A
+    reconcile's own failures are not among them (kopf posts those)."""
+    before = {c.get("type"): c for c in previous}
+    warnings = []
+    for condition in current:
+        old = before.get(condition.type, {})
+        changed = old.get("status") != "True" or old.get("reason") != condition.reason
+        if condition.status != "True" or not changed:
+            continue
+        if condition.type == "SubmissionDelayed" or (
+            condition.type == "Degraded" and condition.reason in POD_CAUSE_REASONS
+        ):
+            warnings.append((condition.reason, condition.message))
+    return warnings
+
+
+def recheck_after(spec: IngestPipelineSpec, run: Mapping[str, Any] | None, now: str
+                  ) -> float | None:  # fmt: skip
+    """Seconds after which the pipeline's status must be computed again although nothing
+    changes (its start deadline passes then), or None."""
+    if spec.batch is None:
+        return None
+    delay = start_delay(run, spec.batch.start_deadline_seconds, now)
+    if delay is None or delay.exceeded:
+        return None
+    return delay.remaining + 1.0
 
 
 def table_status(

@@ -11,7 +11,7 @@ from typing import Any, cast
 import kopf
 import pytest
 
-from chainloom_operator import _handlers
+from chainloom_operator._handlers import shared, startup
 from chainloom_operator._kube import Cluster
 
 
@@ -28,7 +28,7 @@ class _PagesThenError:
 def test_listed_keeps_what_was_read_and_warns(caplog: pytest.LogCaptureFixture) -> None:
     cluster = cast(Cluster, _PagesThenError())
     with caplog.at_level(logging.WARNING, logger="chainloom.operator"):
-        names = [b["metadata"]["name"] for b in _handlers._listed(cluster, "RelayerPool", ())]
+        names = [b["metadata"]["name"] for b in shared.listed(cluster, "RelayerPool", ())]
     assert names == ["a", "b"]
     assert "cannot list RelayerPools: the API server went away" in caplog.text
 
@@ -49,7 +49,7 @@ def test_login_reads_the_kubeconfig_of_the_moment(
     path = tmp_path / "kubeconfig"
     path.write_text(KUBECONFIG)
     monkeypatch.setenv("KUBECONFIG", str(path))  # as ``--kubeconfig`` does, after kopf's import
-    login: Any = _handlers.login  # kopf's decorator types it for kopf's own callers
+    login: Any = startup.login  # kopf's decorator types it for kopf's own callers
     info = login(settings=kopf.OperatorSettings(), logger=logging.getLogger("t"))
     assert isinstance(info, kopf.ConnectionInfo)
     assert (info.server, info.token, info.default_namespace) == (
