@@ -39,6 +39,9 @@ class CacheSettings:
     """The most ledgers applied as diffs; a longer gap reloads the whole state."""
     poll_seconds: float = 0.2
     """How often the follower thread looks at the range."""
+    max_failures: int = 25
+    """Failed updates in a row after which the follower stops (a closed backend); a later read
+    starts it again."""
 
 
 class LedgerCache:
@@ -85,7 +88,7 @@ class LedgerCache:
 
     def follow(self, backend: BackendInterface) -> None:
         """Start the background thread that loads and follows ``backend`` (once)."""
-        if self._follower is not None or self._disabled:
+        if self._follower is not None or self._disabled or self._stop.is_set():
             return
         with self._updating:
             if self._follower is not None:
@@ -98,18 +101,30 @@ class LedgerCache:
     def close(self) -> None:
         """Stop following and drop the state."""
         self._stop.set()
-        if self._follower is not None and self._follower is not threading.current_thread():
-            self._follower.join(timeout=10)
+        follower = self._follower
+        if follower is not None and follower is not threading.current_thread():
+            follower.join(timeout=10)
         with self._lock:
             self._objects, self._sequence, self._bytes = {}, None, 0
 
     def _follow(self, backend: BackendInterface) -> None:
+        failures = 0
         while not self._stop.is_set() and not self._disabled:
             try:
                 self.update(backend)
-            except Exception:  # the database is down or closed: try again, reads fall back
-                log.warning("ledger cache: update failed; reads use the database", exc_info=True)
+                failures = 0
+            except Exception:  # the database is down or closed: reads fall back to it
+                failures += 1
+                if failures == 1:
+                    log.warning("ledger cache: update failed; reads use the database",
+                                exc_info=True)  # fmt: skip
+                if failures >= self.settings.max_failures:
+                    break
             self._stop.wait(self.settings.poll_seconds)
+        with self._lock:  # stopped: drop the state; the next read starts a new follower
+            self._objects, self._sequence, self._bytes = {}, None, 0
+        with self._updating:
+            self._follower = None
 
     def update(self, backend: BackendInterface) -> None:
         """Bring the cache to the newest committed ledger: load it, or apply the diffs since."""
