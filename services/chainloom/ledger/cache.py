@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.types import LedgerHeader
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class LedgerCache:
         self.settings = settings or CacheSettings()
         self._objects: dict[bytes, bytes] = {}
         self._sequence: int | None = None
+        self._header: LedgerHeader | None = None
         self._bytes = 0
         self._disabled = False
         self._lock = threading.Lock()
@@ -64,6 +66,11 @@ class LedgerCache:
     def sequence(self) -> int | None:
         """The ledger the cache holds (``None``: none yet, or turned off)."""
         return self._sequence
+
+    @property
+    def header(self) -> LedgerHeader | None:
+        """The header of the ledger the cache holds."""
+        return self._header
 
     @property
     def size_bytes(self) -> int:
@@ -105,7 +112,7 @@ class LedgerCache:
         if follower is not None and follower is not threading.current_thread():
             follower.join(timeout=10)
         with self._lock:
-            self._objects, self._sequence, self._bytes = {}, None, 0
+            self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
 
     def _follow(self, backend: BackendInterface) -> None:
         failures = 0
@@ -122,7 +129,7 @@ class LedgerCache:
                     break
             self._stop.wait(self.settings.poll_seconds)
         with self._lock:  # stopped: drop the state; the next read starts a new follower
-            self._objects, self._sequence, self._bytes = {}, None, 0
+            self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
         with self._updating:
             self._follower = None
 
@@ -158,13 +165,16 @@ class LedgerCache:
             if page.cursor is None:
                 break
             cursor = page.cursor
+        header = backend.fetch_ledger_by_sequence(sequence)
         with self._lock:
             self._objects, self._sequence, self._bytes = objects, sequence, size
+            self._header = header
         log.info("ledger cache: loaded ledger %d (%d objects, %d bytes)", sequence,
                  len(objects), size)  # fmt: skip
 
     def _apply(self, backend: BackendInterface, sequence: int) -> bool:
         diff = backend.fetch_ledger_diff(sequence)
+        header = backend.fetch_ledger_by_sequence(sequence)
         with self._lock:
             objects = self._objects
             size = self._bytes
@@ -177,6 +187,7 @@ class LedgerCache:
                     size += len(item.key) + len(item.blob) + ENTRY_OVERHEAD
             self._bytes = size
             self._sequence = sequence
+            self._header = header
         if size > self.settings.max_bytes:
             self._turn_off(size)
             return False
@@ -184,7 +195,7 @@ class LedgerCache:
 
     def _turn_off(self, size: int) -> None:
         with self._lock:
-            self._objects, self._sequence, self._bytes = {}, None, 0
+            self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
             self._disabled = True
         log.warning("ledger cache: the state passed %d bytes (%d): reads use the database",
                     self.settings.max_bytes, size)  # fmt: skip

@@ -21,7 +21,6 @@ from chainloom.ledger.api.methods.context import (
 from chainloom.ledger.types import LedgerHeader, nft_taxon
 from chainloom.ledger.xrpl import binary, keylets
 from chainloom.ledger.xrpl import fields as sf
-from chainloom.ledger.xrpl.address import encode_account
 from chainloom.ledger.xrpl.directory import (
     NFT_PAGES,
     Accept,
@@ -33,6 +32,7 @@ from chainloom.ledger.xrpl.directory import (
     walk_directory,
 )
 from chainloom.ledger.xrpl.hashing import sha512_half
+from chainloom.ledger.xrpl.jsonform import address as encode_account
 from chainloom.ledger.xrpl.jsonform import object_to_json, to_json
 from chainloom.ledger.xrpl.lines import line_view
 
@@ -56,8 +56,13 @@ ACCOUNT_FLAGS = {
 """``account_info``'s ``account_flags``: rippled's names of the AccountRoot flags."""
 
 
+_LEDGER_ENTRY_TYPE_HEADER = binary.field_header(sf.LEDGER_ENTRY_TYPE)[0]
+
+
 def entry_type(blob: bytes) -> int:
-    """The LedgerEntryType of an object blob."""
+    """The LedgerEntryType of an object blob (its first field in canonical order)."""
+    if len(blob) >= 3 and blob[0] == _LEDGER_ENTRY_TYPE_HEADER:
+        return int.from_bytes(blob[1:3], "big")
     raw = binary.decode(blob).get(sf.LEDGER_ENTRY_TYPE)
     return int.from_bytes(raw, "big") if isinstance(raw, bytes) else -1
 

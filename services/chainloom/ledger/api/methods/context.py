@@ -50,6 +50,14 @@ def stored_range(ctx: Context) -> LedgerRange:
 def resolve_ledger(ctx: Context, selector: LedgerSelector) -> LedgerHeader:
     """The header a selector names; ``lgrNotFound`` outside the stored range."""
     header: LedgerHeader | None
+    cached = ctx.cache.header if ctx.cache is not None else None
+    if (
+        cached is not None
+        and selector.ledger_hash is None
+        and selector.sequence in (None, cached.sequence)
+        and cached.sequence == stored_range(ctx).max_sequence
+    ):
+        return cached  # the newest ledger, as the cache holds it: no database read
     if selector.ledger_hash is not None:
         header = ctx.backend.fetch_ledger_by_hash(selector.ledger_hash)
     else:
