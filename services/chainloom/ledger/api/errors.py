@@ -51,6 +51,7 @@ ERRORS: dict[str, ErrorInfo] = {
         ErrorInfo("lgrIdxsInvalid", 57, "Ledger indexes invalid.", 400),
         ErrorInfo("lgrNotFound", 21, "ledgerNotFound", 404),
         ErrorInfo("notSupported", 75, "Operation not supported.", 501),
+        ErrorInfo("oracleMalformed", 94, "Oracle request is malformed.", 400),
         ErrorInfo("objectNotFound", 92, "The requested object was not found.", 404),
         ErrorInfo("tooBusy", 9, "The server is too busy to help you now.", 503),
         ErrorInfo("txnNotFound", 29, "Transaction not found.", 404),

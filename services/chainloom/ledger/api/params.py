@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from chainloom.ledger.api.errors import invalid_params
+from chainloom.ledger.api.errors import RpcError, invalid_params
 from chainloom.ledger.api.readers import (
     LedgerSelector,
     parse_ledger_selector,
     read_account,
     read_bool,
+    read_currency,
     read_hash,
     read_issue,
 )
@@ -178,6 +179,28 @@ class AmmInfoParams:
     """``(currency, issuer)`` of both assets."""
     ledger: LedgerSelector
     """The ledger."""
+
+
+@dataclass(frozen=True, slots=True)
+class AggregatePriceParams:
+    """``get_aggregate_price``."""
+
+    base: bytes
+    """The 20-byte currency code priced."""
+    quote: bytes
+    """The 20-byte currency code it is priced in."""
+    oracles: tuple[tuple[bytes, int], ...]
+    """``(owner, OracleDocumentID)`` of each Oracle to read."""
+    trim: int | None
+    """Percent of the highest and lowest prices left out of ``trimmed_set``."""
+    time_threshold: int | None
+    """Only prices this many seconds older than the newest at most."""
+    ledger: LedgerSelector
+    """The ledger."""
+
+
+MAX_ORACLES = 200
+"""Most Oracles one ``get_aggregate_price`` reads (rippled's bound)."""
 
 
 def clamp_limit(params: Mapping[str, Any], bounds: tuple[int, int, int]) -> int:
@@ -396,3 +419,42 @@ def parse_ledger_index(params: Mapping[str, Any]) -> LedgerIndexParams:
     if moment.tzinfo is None:
         raise invalid_params("Invalid field 'date', no time zone.")
     return LedgerIndexParams(date=moment)
+
+
+def parse_aggregate_price(params: Mapping[str, Any]) -> AggregatePriceParams:
+    """``get_aggregate_price``: ``base_asset``, ``quote_asset``, ``oracles`` (``[{account,
+    oracle_document_id}]``, 1 to 200), ``trim`` (1 to 25), ``time_threshold``."""
+    for name in ("base_asset", "quote_asset", "oracles"):
+        if name not in params:
+            raise invalid_params(f"Missing field '{name}'.")
+    oracles = params["oracles"]
+    if not isinstance(oracles, list) or not 0 < len(oracles) <= MAX_ORACLES:
+        raise RpcError("oracleMalformed")
+    read: list[tuple[bytes, int]] = []
+    for oracle in oracles:
+        if not isinstance(oracle, dict) or "account" not in oracle:
+            raise RpcError("oracleMalformed")
+        document = oracle.get("oracle_document_id")
+        if isinstance(document, str) and document.isdigit():
+            document = int(document)
+        if isinstance(document, bool) or not isinstance(document, int) or document < 0:
+            raise invalid_params("Invalid field 'oracle_document_id'.")
+        read.append((read_account(oracle["account"], "account"), document))
+    trim = params.get("trim")
+    if trim is not None and (
+        isinstance(trim, bool) or not isinstance(trim, int) or not 1 <= trim <= 25
+    ):
+        raise invalid_params("Invalid field 'trim'.")
+    threshold = params.get("time_threshold")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0
+    ):
+        raise invalid_params("Invalid field 'time_threshold'.")
+    return AggregatePriceParams(
+        base=read_currency(params["base_asset"], "base_asset"),
+        quote=read_currency(params["quote_asset"], "quote_asset"),
+        oracles=tuple(read),
+        trim=trim,
+        time_threshold=threshold,
+        ledger=parse_ledger_selector(params),
+    )

@@ -204,6 +204,7 @@ Params = (
     | pm.LedgerIndexParams
     | pm.TransactionEntryParams
     | pm.AmmInfoParams
+    | pm.AggregatePriceParams
 )
 
 
@@ -511,6 +512,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], Params]] = {
     "deposit_authorized": pm.parse_deposit_authorized,
     "book_changes": pm.parse_ledger_only,
     "amm_info": pm.parse_amm_info,
+    "get_aggregate_price": pm.parse_aggregate_price,
 }
 """Every method the server answers, with its parameter parser."""
 

@@ -70,6 +70,22 @@ def test_account_objects_types_are_rippled_short_names() -> None:
         ("feature", {"feature": 7}, "invalidParams"),
         ("feature", {"feature": "AMM", "vetoed": True}, "invalidParams"),
         ("amm_info", {}, "invalidParams"),
+        ("get_aggregate_price", {"base_asset": "XRP", "quote_asset": "USD"}, "invalidParams"),
+        (
+            "get_aggregate_price",
+            {"base_asset": "XRP", "quote_asset": "USD", "oracles": []},
+            "oracleMalformed",
+        ),
+        (
+            "get_aggregate_price",
+            {
+                "base_asset": "XRP",
+                "quote_asset": "USD",
+                "trim": 30,
+                "oracles": [{"account": ACCOUNT, "oracle_document_id": 1}],
+            },
+            "invalidParams",
+        ),
         ("amm_info", {"asset": {"currency": "XRP"}}, "invalidParams"),
         ("amm_info", {"amm_account": ACCOUNT, "asset": {"currency": "XRP"}}, "invalidParams"),
     ],

@@ -13,7 +13,16 @@ from collections.abc import Callable
 from typing import Any
 
 from chainloom.ledger.api import requests as rq
-from chainloom.ledger.api.methods import account, book, gateway, history, ledger, nft, server
+from chainloom.ledger.api.methods import (
+    account,
+    book,
+    gateway,
+    history,
+    ledger,
+    nft,
+    oracle,
+    server,
+)
 from chainloom.ledger.api.methods.context import JSON, Context
 
 Method = Callable[[Context, Any, int], JSON]
@@ -50,6 +59,7 @@ METHODS: dict[str, Method] = {
     "book_offers": book.book_offers,
     "book_changes": book.book_changes,
     "amm_info": book.amm_info,
+    "get_aggregate_price": oracle.get_aggregate_price,
 }
 """Every method, by name (the same names as :data:`..requests.PARSERS`)."""
 
