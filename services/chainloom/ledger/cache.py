@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.types import LedgerHeader
+from chainloom.ledger.xrpl import binary
+from chainloom.ledger.xrpl import fields as sf
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +30,18 @@ ENTRY_OVERHEAD = 120
 """Bytes a dict entry, its key and its blob object cost beyond their contents (CPython)."""
 
 _LOAD_PAGE = 2048
+_MPTOKEN_PREFIX = binary.field_header(sf.LEDGER_ENTRY_TYPE) + sf.LEDGER_ENTRY_CODES[
+    "MPToken"
+].to_bytes(2, "big")
+_ISSUANCE_ID = sf.field_key("MPTokenIssuanceID")
+
+
+def mptoken_issuance(blob: bytes) -> bytes | None:
+    """The MPTokenIssuanceID of an MPToken blob (``None`` for any other object)."""
+    if not blob.startswith(_MPTOKEN_PREFIX):
+        return None
+    value = binary.decode(blob).get(_ISSUANCE_ID)
+    return value if isinstance(value, bytes) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +67,7 @@ class LedgerCache:
         self._objects: dict[bytes, bytes] = {}
         self._sequence: int | None = None
         self._header: LedgerHeader | None = None
+        self._holders: dict[bytes, set[bytes]] = {}
         self._bytes = 0
         self._disabled = False
         self._lock = threading.Lock()
@@ -91,6 +106,15 @@ class LedgerCache:
             objects = self._objects
             return [objects.get(key, b"") for key in keys]
 
+    def mptoken_keys(self, issuance_id: bytes, sequence: int) -> list[bytes] | None:
+        """The keys of an issuance's MPTokens at ``sequence`` in key order (Clio answers
+        ``mpt_holders`` from a table its ETL writes; here the cache indexes them), or ``None``
+        when the cache does not hold that ledger."""
+        with self._lock:
+            if sequence != self._sequence:
+                return None
+            return sorted(self._holders.get(issuance_id, ()))
+
     # ------------------------------------------------------------------ following the range
 
     def follow(self, backend: BackendInterface) -> None:
@@ -113,6 +137,7 @@ class LedgerCache:
             follower.join(timeout=10)
         with self._lock:
             self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
+            self._holders = {}
 
     def _follow(self, backend: BackendInterface) -> None:
         failures = 0
@@ -130,6 +155,7 @@ class LedgerCache:
             self._stop.wait(self.settings.poll_seconds)
         with self._lock:  # stopped: drop the state; the next read starts a new follower
             self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
+            self._holders = {}
         with self._updating:
             self._follower = None
 
@@ -152,12 +178,16 @@ class LedgerCache:
 
     def _load(self, backend: BackendInterface, sequence: int) -> None:
         objects: dict[bytes, bytes] = {}
+        holders: dict[bytes, set[bytes]] = {}
         size = 0
         cursor = None
         while True:
             page = backend.fetch_ledger_page(cursor, sequence, _LOAD_PAGE)
             for item in page.objects:
                 objects[item.key] = item.blob
+                issuance = mptoken_issuance(item.blob)
+                if issuance is not None:
+                    holders.setdefault(issuance, set()).add(item.key)
                 size += len(item.key) + len(item.blob) + ENTRY_OVERHEAD
             if size > self.settings.max_bytes:
                 self._turn_off(size)
@@ -168,7 +198,7 @@ class LedgerCache:
         header = backend.fetch_ledger_by_sequence(sequence)
         with self._lock:
             self._objects, self._sequence, self._bytes = objects, sequence, size
-            self._header = header
+            self._header, self._holders = header, holders
         log.info("ledger cache: loaded ledger %d (%d objects, %d bytes)", sequence,
                  len(objects), size)  # fmt: skip
 
@@ -182,9 +212,11 @@ class LedgerCache:
                 old = objects.pop(item.key, None)
                 if old is not None:
                     size -= len(item.key) + len(old) + ENTRY_OVERHEAD
+                    self._index_mptoken(item.key, old, add=False)
                 if item.blob:
                     objects[item.key] = item.blob
                     size += len(item.key) + len(item.blob) + ENTRY_OVERHEAD
+                    self._index_mptoken(item.key, item.blob, add=True)
             self._bytes = size
             self._sequence = sequence
             self._header = header
@@ -193,9 +225,20 @@ class LedgerCache:
             return False
         return True
 
+    def _index_mptoken(self, key: bytes, blob: bytes, *, add: bool) -> None:
+        issuance = mptoken_issuance(blob)
+        if issuance is None:
+            return
+        keys = self._holders.setdefault(issuance, set())
+        if add:
+            keys.add(key)
+        else:
+            keys.discard(key)
+
     def _turn_off(self, size: int) -> None:
         with self._lock:
             self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
+            self._holders = {}
             self._disabled = True
         log.warning("ledger cache: the state passed %d bytes (%d): reads use the database",
                     self.settings.max_bytes, size)  # fmt: skip

@@ -644,6 +644,7 @@ CALLS: dict[str, dict[str, Any]] = {
         "oracles": [{"account": "A", "oracle_document_id": 1}],
         "trim": 10,
     },
+    "mpt_holders": {"mpt_issuance_id": "00" * 24, "limit": 10},
     "version": {},
     "ping": {},
     "random": {},
@@ -682,6 +683,7 @@ def test_each_well_formed_call_succeeds(served: Served) -> None:
     for method, params in CALLS.items():
         status, result = _post(served, method, _filled(served, params))
         if method in (
+            "mpt_holders",
             "get_aggregate_price",
             "transaction_entry",
             "amm_info",

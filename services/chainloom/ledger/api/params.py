@@ -199,6 +199,23 @@ class AggregatePriceParams:
     """The ledger."""
 
 
+@dataclass(frozen=True, slots=True)
+class MptHoldersParams:
+    """``mpt_holders`` (Clio)."""
+
+    issuance_id: bytes
+    """The 24-byte MPTokenIssuanceID."""
+    ledger: LedgerSelector
+    """The ledger."""
+    limit: int
+    """Most holders per page."""
+    marker: bytes | None
+    """Continue after this MPToken key."""
+
+
+MPT_HOLDERS_LIMIT = (50, 1, 100)
+"""``mpt_holders``: default, smallest and largest ``limit`` (Clio's)."""
+
 MAX_ORACLES = 200
 """Most Oracles one ``get_aggregate_price`` reads (rippled's bound)."""
 
@@ -457,4 +474,24 @@ def parse_aggregate_price(params: Mapping[str, Any]) -> AggregatePriceParams:
         trim=trim,
         time_threshold=threshold,
         ledger=parse_ledger_selector(params),
+    )
+
+
+def parse_mpt_holders(params: Mapping[str, Any]) -> MptHoldersParams:
+    """``mpt_holders``: ``mpt_issuance_id`` (48 hex digits), ``limit``, ``marker``."""
+    if "mpt_issuance_id" not in params:
+        raise invalid_params("Missing field 'mpt_issuance_id'.")
+    value = params["mpt_issuance_id"]
+    if not isinstance(value, str) or len(value) != 48:
+        raise invalid_params("Invalid field 'mpt_issuance_id', not 192-bit hex.")
+    try:
+        issuance = bytes.fromhex(value)
+    except ValueError:
+        raise invalid_params("Invalid field 'mpt_issuance_id', not 192-bit hex.") from None
+    marker = params.get("marker")
+    return MptHoldersParams(
+        issuance_id=issuance,
+        ledger=parse_ledger_selector(params),
+        limit=clamp_limit(params, MPT_HOLDERS_LIMIT),
+        marker=None if marker is None else read_hash(marker, "marker"),
     )

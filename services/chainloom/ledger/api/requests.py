@@ -205,6 +205,7 @@ Params = (
     | pm.TransactionEntryParams
     | pm.AmmInfoParams
     | pm.AggregatePriceParams
+    | pm.MptHoldersParams
 )
 
 
@@ -513,6 +514,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], Params]] = {
     "book_changes": pm.parse_ledger_only,
     "amm_info": pm.parse_amm_info,
     "get_aggregate_price": pm.parse_aggregate_price,
+    "mpt_holders": pm.parse_mpt_holders,
 }
 """Every method the server answers, with its parameter parser."""
 

@@ -70,6 +70,9 @@ def test_account_objects_types_are_rippled_short_names() -> None:
         ("feature", {"feature": 7}, "invalidParams"),
         ("feature", {"feature": "AMM", "vetoed": True}, "invalidParams"),
         ("amm_info", {}, "invalidParams"),
+        ("mpt_holders", {}, "invalidParams"),
+        ("mpt_holders", {"mpt_issuance_id": "AB" * 32}, "invalidParams"),
+        ("mpt_holders", {"mpt_issuance_id": "AB" * 24, "marker": 3}, "invalidParams"),
         ("get_aggregate_price", {"base_asset": "XRP", "quote_asset": "USD"}, "invalidParams"),
         (
             "get_aggregate_price",

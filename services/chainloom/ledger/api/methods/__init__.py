@@ -60,6 +60,7 @@ METHODS: dict[str, Method] = {
     "book_changes": book.book_changes,
     "amm_info": book.amm_info,
     "get_aggregate_price": oracle.get_aggregate_price,
+    "mpt_holders": nft.mpt_holders,
 }
 """Every method, by name (the same names as :data:`..requests.PARSERS`)."""
 

@@ -1,5 +1,5 @@
-"""NFT methods: Clio's ``nft_info`` and ``nfts_by_issuer``, and ``nft_buy_offers`` /
-``nft_sell_offers`` (a token's offer directory, walked a page at a time)."""
+"""Token methods: Clio's ``nft_info``, ``nfts_by_issuer`` and ``mpt_holders``, and
+``nft_buy_offers`` / ``nft_sell_offers`` (a token's offer directory, walked a page at a time)."""
 
 from __future__ import annotations
 
@@ -105,4 +105,50 @@ def _offers(ctx: Context, params: pm.NftOffersParams, root: bytes) -> JSON:
     }
     if walked.cursor is not None:
         result["marker"] = shapes.hex_upper(walked.cursor.entry)
+    return result
+
+
+def mpt_holders(ctx: Context, params: pm.MptHoldersParams, api_version: int) -> JSON:
+    """``mpt_holders`` (Clio): an issuance's MPTokens in key order, paged by MPToken key.
+
+    Answered from the newest-ledger cache's index of MPTokens by issuance, so only for the
+    ledger the cache holds: any other ledger (or a cache still loading) is ``notSupported``.
+    """
+    del api_version
+    header = resolve_ledger(ctx, params.ledger)
+    if read_object(ctx, keylets.mpt_issuance(params.issuance_id), header.sequence) is None:
+        raise RpcError("objectNotFound", "The MPTokenIssuance was not found.")
+    keys = None
+    if ctx.cache is not None:
+        ctx.cache.follow(ctx.backend)
+        keys = ctx.cache.mptoken_keys(params.issuance_id, header.sequence)
+    if keys is None:
+        raise RpcError("notSupported", "mpt_holders is answered for the newest ledger only.")
+    start = 0
+    if params.marker is not None:
+        if params.marker not in keys:
+            raise invalid_params("Invalid marker: not an MPToken of this issuance.")
+        start = keys.index(params.marker) + 1
+    page = keys[start : start + params.limit]
+    holders = []
+    for key, blob in zip(page, reader(ctx, header.sequence)(page), strict=True):
+        decoded = to_json(blob)
+        holder: JSON = {
+            "account": decoded["Account"],
+            "flags": int(decoded.get("Flags", 0)),
+            "mpt_amount": str(decoded.get("MPTAmount", "0")),
+            "mptoken_index": shapes.hex_upper(key),
+        }
+        if "LockedAmount" in decoded:
+            holder["locked_amount"] = str(decoded["LockedAmount"])
+        holders.append(holder)
+    result: JSON = {
+        "mpt_issuance_id": shapes.hex_upper(params.issuance_id),
+        "mptokens": holders,
+        "limit": params.limit,
+        "ledger_index": header.sequence,
+        "validated": True,
+    }
+    if page and start + len(page) < len(keys):
+        result["marker"] = shapes.hex_upper(page[-1])
     return result
