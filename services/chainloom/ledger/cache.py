@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -118,14 +119,19 @@ class LedgerCache:
     # ------------------------------------------------------------------ following the range
 
     def follow(self, backend: BackendInterface) -> None:
-        """Start the background thread that loads and follows ``backend`` (once)."""
+        """Start the background thread that loads and follows ``backend`` (once). The thread
+        holds the backend weakly: it ends when the backend's owner drops it, or at
+        :meth:`close`."""
         if self._follower is not None or self._disabled or self._stop.is_set():
             return
         with self._updating:
             if self._follower is not None:
                 return
             self._follower = threading.Thread(
-                target=self._follow, args=(backend,), name="ledger-cache", daemon=True
+                target=self._follow,
+                args=(weakref.ref(backend),),
+                name="ledger-cache",
+                daemon=True,
             )
             self._follower.start()
 
@@ -139,9 +145,12 @@ class LedgerCache:
             self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
             self._holders = {}
 
-    def _follow(self, backend: BackendInterface) -> None:
+    def _follow(self, backend_ref: weakref.ref[BackendInterface]) -> None:
         failures = 0
         while not self._stop.is_set() and not self._disabled:
+            backend = backend_ref()
+            if backend is None:  # the server that owned it is gone
+                break
             try:
                 self.update(backend)
                 failures = 0
@@ -152,6 +161,7 @@ class LedgerCache:
                                 exc_info=True)  # fmt: skip
                 if failures >= self.settings.max_failures:
                     break
+            del backend
             self._stop.wait(self.settings.poll_seconds)
         with self._lock:  # stopped: drop the state; the next read starts a new follower
             self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
