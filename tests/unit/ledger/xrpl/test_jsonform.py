@@ -83,14 +83,24 @@ def test_xrpl_js_codec_fixtures_decode_with_their_names() -> None:
             "test/fixtures/codec-fixtures.json to run it"
         )
     fixtures = json.loads(Path(path).read_text())
-    entries = fixtures["accountState"]
-    transactions = fixtures["transactions"]
-    for entry in entries:
-        decoded = _assert_same_as_xrpl_py(entry["binary"])
-        assert decoded["LedgerEntryType"] == entry["json"]["LedgerEntryType"]
-    for transaction in transactions:
-        decoded = _assert_same_as_xrpl_py(transaction["binary"])
-        assert decoded["TransactionType"] == transaction["json"]["TransactionType"]
+    newer = 0
+    for kind, name in (("accountState", "LedgerEntryType"), ("transactions", "TransactionType")):
+        for fixture in fixtures[kind]:
+            try:
+                binarycodec.decode(fixture["binary"])
+            except (KeyError, ValueError):
+                # Newer than the installed xrpl-py (ConfidentialMPT*, ...): named by ours alone.
+                newer += 1
+                decoded = to_json(bytes.fromhex(fixture["binary"]))
+                assert "Unknown(" not in json.dumps(decoded)
+                blob = bytes.fromhex(fixture["binary"])
+                assert binary.encode(binary.decode(blob)) == blob
+            else:
+                decoded = _assert_same_as_xrpl_py(fixture["binary"])
+            assert decoded[name] == fixture["json"][name]
+    names = {f["json"]["TransactionType"] for f in fixtures["transactions"]}
+    if any(n.startswith("ConfidentialMPT") for n in names):
+        assert newer > 0
 
 
 def test_every_transaction_type_is_named() -> None:
