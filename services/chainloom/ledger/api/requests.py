@@ -15,17 +15,27 @@ from typing import Any
 
 import orjson
 
+from chainloom.ledger.api import params as pm
 from chainloom.ledger.api.errors import MalformedRequestError, RpcError, invalid_params
+from chainloom.ledger.api.readers import (
+    LedgerSelector,
+    parse_ledger_selector,
+    read_account,
+    read_bool,
+    read_currency,
+    read_hash,
+    read_issue,
+    read_limit,
+    read_uint32,
+)
 from chainloom.ledger.backend import directory_page_key
-from chainloom.ledger.types import UINT32_MAX, TransactionsCursor
+from chainloom.ledger.types import TransactionsCursor
 from chainloom.ledger.xrpl import keylets
-from chainloom.ledger.xrpl.address import decode_account
-from chainloom.ledger.xrpl.errors import XrplBinaryError
 
 MAX_BODY_BYTES = 64 * 1024
 """Largest request body accepted (413 above it): every read method fits in a few hundred bytes."""
 
-API_VERSIONS = (1, 2)
+API_VERSIONS = (1, 2, 3)
 """Supported ``api_version`` values; 1 when absent (rippled's default)."""
 
 LEDGER_DATA_LIMIT = 256
@@ -38,8 +48,6 @@ NFT_LIMIT = (50, 100)
 """``nft_history`` and ``nfts_by_issuer``: default and largest ``limit`` (Clio's)."""
 BOOK_OFFERS_LIMIT = (60, 100)
 """``book_offers``: default and largest ``limit`` (Clio's)."""
-
-_SHORTCUTS = ("validated", "closed", "current")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,16 +62,6 @@ class Call:
     """The API version the answer is shaped for (1 or 2)."""
     version_error: str | None = None
     """Why the requested ``api_version`` is refused (answered as ``invalidParams``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerSelector:
-    """Which ledger a request means: by sequence, by hash, or (neither) the newest validated."""
-
-    sequence: int | None = None
-    """An explicit ledger index."""
-    ledger_hash: bytes | None = None
-    """A 32-byte ledger hash."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +197,15 @@ Params = (
     | NftsByIssuerParams
     | BookOffersParams
     | NoParams
+    | pm.AccountParams
+    | pm.DepositAuthorizedParams
+    | pm.NftOffersParams
+    | pm.LedgerOnlyParams
+    | pm.LedgerIndexParams
+    | pm.TransactionEntryParams
+    | pm.AmmInfoParams
+    | pm.AggregatePriceParams
+    | pm.MptHoldersParams
 )
 
 
@@ -260,93 +267,6 @@ def parse_websocket_call(text: str | bytes) -> tuple[Any, Call]:
     return document.get("id"), _with_version(method, params)
 
 
-# --- field readers -----------------------------------------------------------------------------
-
-
-def _bool(params: Mapping[str, Any], name: str, default: bool = False) -> bool:
-    value = params.get(name, default)
-    if not isinstance(value, bool):
-        raise invalid_params(f"Invalid field '{name}', not bool.")
-    return value
-
-
-def _ascii_decimal(value: Any) -> bool:
-    """A decimal number as text, in ASCII digits only (``int()`` reads any script's digits)."""
-    return isinstance(value, str) and value.isascii() and value.isdigit()
-
-
-def _uint32(value: Any, name: str) -> int:
-    if _ascii_decimal(value):
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT32_MAX:
-        raise invalid_params(f"Invalid field '{name}', not unsigned integer.")
-    return int(value)
-
-
-def _hash(value: Any, name: str) -> bytes:
-    if isinstance(value, str) and len(value) == 64:
-        try:
-            return bytes.fromhex(value)
-        except ValueError:
-            pass
-    raise invalid_params(f"Invalid field '{name}', not a 256-bit hex hash.")
-
-
-def _account(value: Any, name: str, *, error: str = "actMalformed") -> bytes:
-    if not isinstance(value, str):
-        raise RpcError(error, f"Invalid field '{name}', not string.")
-    try:
-        return decode_account(value)
-    except XrplBinaryError:
-        raise RpcError(error) from None
-
-
-def _limit(params: Mapping[str, Any], bounds: tuple[int, int]) -> int:
-    default, largest = bounds
-    if "limit" not in params:
-        return default
-    value = params["limit"]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise invalid_params("Invalid field 'limit'.")
-    return min(int(value), largest)
-
-
-def _currency(value: Any, name: str) -> bytes:
-    if not isinstance(value, str):
-        raise invalid_params(f"Invalid field '{name}', not string.")
-    if value == "XRP":
-        return bytes(20)
-    if len(value) == 3 and value.isascii():
-        return bytes(12) + value.encode("ascii") + bytes(5)
-    if len(value) == 40:
-        try:
-            return bytes.fromhex(value)
-        except ValueError:
-            pass
-    raise invalid_params(f"Invalid field '{name}', bad currency.")
-
-
-def parse_ledger_selector(params: Mapping[str, Any]) -> LedgerSelector:
-    """``ledger_hash`` or ``ledger_index`` (a number, a numeric string or a shortcut, which all
-    mean the newest stored ledger: this server holds validated ledgers only)."""
-    if "ledger_hash" in params and params["ledger_hash"] is not None:
-        value = params["ledger_hash"]
-        if not isinstance(value, str) or len(value) != 64:
-            raise invalid_params("ledgerHashMalformed")
-        try:
-            return LedgerSelector(ledger_hash=bytes.fromhex(value))
-        except ValueError:
-            raise invalid_params("ledgerHashMalformed") from None
-    value = params.get("ledger_index")
-    if value is None or value in _SHORTCUTS:
-        return LedgerSelector()
-    if _ascii_decimal(value):
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= UINT32_MAX:
-        raise invalid_params("ledgerIndexMalformed")
-    return LedgerSelector(sequence=value)
-
-
 # --- methods -----------------------------------------------------------------------------------
 
 
@@ -354,21 +274,21 @@ def parse_ledger(params: Mapping[str, Any]) -> LedgerParams:
     """``ledger``: ``ledger_index``/``ledger_hash``, ``transactions``, ``expand``, ``binary``."""
     return LedgerParams(
         ledger=parse_ledger_selector(params),
-        transactions=_bool(params, "transactions"),
-        expand=_bool(params, "expand"),
-        binary=_bool(params, "binary"),
+        transactions=read_bool(params, "transactions"),
+        expand=read_bool(params, "expand"),
+        binary=read_bool(params, "binary"),
     )
 
 
 def parse_ledger_data(params: Mapping[str, Any]) -> LedgerDataParams:
     """``ledger_data``: ``marker`` (a key), ``limit``, ``binary``."""
-    binary = _bool(params, "binary")
+    binary = read_bool(params, "binary")
     largest = LEDGER_DATA_BINARY_LIMIT if binary else LEDGER_DATA_LIMIT
     marker = params.get("marker")
     return LedgerDataParams(
         ledger=parse_ledger_selector(params),
-        marker=None if marker is None else _hash(marker, "marker"),
-        limit=_limit(params, (largest, largest)),
+        marker=None if marker is None else read_hash(marker, "marker"),
+        limit=read_limit(params, (largest, largest)),
         binary=binary,
     )
 
@@ -378,16 +298,16 @@ def parse_ledger_entry(params: Mapping[str, Any]) -> LedgerEntryParams:  # noqa:
     ``directory``, ``nft_page``."""
     key: bytes
     if "index" in params:
-        key = _hash(params["index"], "index")
+        key = read_hash(params["index"], "index")
     elif "account_root" in params:
-        key = keylets.account_root(_account(params["account_root"], "account_root"))
+        key = keylets.account_root(read_account(params["account_root"], "account_root"))
     elif "offer" in params:
         offer = params["offer"]
         if isinstance(offer, str):
-            key = _hash(offer, "offer")
+            key = read_hash(offer, "offer")
         elif isinstance(offer, dict):
-            owner = _account(offer.get("account"), "offer.account", error="invalidParams")
-            key = keylets.offer(owner, _uint32(offer.get("seq"), "offer.seq"))
+            owner = read_account(offer.get("account"), "offer.account", error="invalidParams")
+            key = keylets.offer(owner, read_uint32(offer.get("seq"), "offer.seq"))
         else:
             raise invalid_params("Invalid field 'offer'.")
     elif "ripple_state" in params:
@@ -396,37 +316,37 @@ def parse_ledger_entry(params: Mapping[str, Any]) -> LedgerEntryParams:  # noqa:
         if not isinstance(accounts, list) or len(accounts) != 2:
             raise invalid_params("Invalid field 'ripple_state.accounts', not two accounts.")
         first, second = (
-            _account(account, "ripple_state.accounts", error="invalidParams")
+            read_account(account, "ripple_state.accounts", error="invalidParams")
             for account in accounts
         )
         if first == second:
             raise invalid_params("Invalid field 'ripple_state.accounts', the same account.")
-        currency = _currency(state.get("currency"), "ripple_state.currency")
+        currency = read_currency(state.get("currency"), "ripple_state.currency")
         if not any(currency):
             raise invalid_params("Invalid field 'ripple_state.currency', XRP has no trust line.")
         key = keylets.ripple_state(first, second, currency)
     elif "directory" in params:
         key = _directory_key(params["directory"])
     elif "nft_page" in params:
-        key = _hash(params["nft_page"], "nft_page")
+        key = read_hash(params["nft_page"], "nft_page")
     else:
         raise invalid_params("No ledger_entry params provided.")
     return LedgerEntryParams(
-        ledger=parse_ledger_selector(params), key=key, binary=_bool(params, "binary")
+        ledger=parse_ledger_selector(params), key=key, binary=read_bool(params, "binary")
     )
 
 
 def _directory_key(directory: Any) -> bytes:
     if isinstance(directory, str):
-        return _hash(directory, "directory")
+        return read_hash(directory, "directory")
     if not isinstance(directory, dict):
         raise invalid_params("Invalid field 'directory'.")
-    sub_index = _uint32(directory.get("sub_index", 0), "directory.sub_index")
+    sub_index = read_uint32(directory.get("sub_index", 0), "directory.sub_index")
     roots = []
     if "dir_root" in directory:
-        roots.append(_hash(directory["dir_root"], "directory.dir_root"))
+        roots.append(read_hash(directory["dir_root"], "directory.dir_root"))
     if "owner" in directory:
-        owner = _account(directory["owner"], "directory.owner", error="invalidParams")
+        owner = read_account(directory["owner"], "directory.owner", error="invalidParams")
         roots.append(keylets.owner_directory(owner))
     if not roots:
         raise invalid_params("Invalid field 'directory', needs dir_root or owner.")
@@ -444,7 +364,7 @@ def parse_tx(params: Mapping[str, Any]) -> TxParams:
     if "transaction" not in params:
         raise invalid_params("Missing field 'transaction'.")
     bounds = [
-        None if params.get(name) is None else _uint32(params[name], name)
+        None if params.get(name) is None else read_uint32(params[name], name)
         for name in ("min_ledger", "max_ledger")
     ]
     if (bounds[0] is None) != (bounds[1] is None):
@@ -452,8 +372,8 @@ def parse_tx(params: Mapping[str, Any]) -> TxParams:
     if bounds[0] is not None and bounds[1] is not None and bounds[0] > bounds[1]:
         raise RpcError("lgrIdxsInvalid")
     return TxParams(
-        tx_hash=_hash(params["transaction"], "transaction"),
-        binary=_bool(params, "binary"),
+        tx_hash=read_hash(params["transaction"], "transaction"),
+        binary=read_bool(params, "binary"),
         min_ledger=bounds[0],
         max_ledger=bounds[1],
     )
@@ -468,7 +388,7 @@ def _history(
         if value == -1 or value is None:
             limits.append(None)
         else:
-            limits.append(_uint32(value, name))
+            limits.append(read_uint32(value, name))
     low, high = limits
     if low is not None and high is not None and low > high:
         raise RpcError("lgrIdxsInvalid")
@@ -483,7 +403,7 @@ def _history(
         if not isinstance(marker, dict) or set(marker) != {"ledger", "seq"}:
             raise invalid_params("Invalid field 'marker'.")
         cursor = TransactionsCursor(
-            _uint32(marker["ledger"], "marker.ledger"), _uint32(marker["seq"], "marker.seq")
+            read_uint32(marker["ledger"], "marker.ledger"), read_uint32(marker["seq"], "marker.seq")
         )
     return HistoryParams(
         subject=subject,
@@ -491,9 +411,9 @@ def _history(
         ledger_min=low,
         ledger_max=high,
         ledger=ledger,
-        binary=_bool(params, "binary"),
-        forward=_bool(params, "forward"),
-        limit=_limit(params, bounds),
+        binary=read_bool(params, "binary"),
+        forward=read_bool(params, "forward"),
+        limit=read_limit(params, bounds),
         marker=cursor,
     )
 
@@ -502,7 +422,7 @@ def parse_account_tx(params: Mapping[str, Any]) -> HistoryParams:
     """``account_tx``: ``account``, bounds or one ledger, ``forward``, ``limit``, ``marker``."""
     if "account" not in params:
         raise invalid_params("Missing field 'account'.")
-    account = _account(params["account"], "account")
+    account = read_account(params["account"], "account")
     return _history(params, account, params["account"], ACCOUNT_TX_LIMIT)
 
 
@@ -510,7 +430,7 @@ def parse_nft_history(params: Mapping[str, Any]) -> HistoryParams:
     """``nft_history``: ``nft_id`` and the paging of ``account_tx``."""
     if "nft_id" not in params:
         raise invalid_params("Missing field 'nft_id'.")
-    token = _hash(params["nft_id"], "nft_id")
+    token = read_hash(params["nft_id"], "nft_id")
     return _history(params, token, params["nft_id"], NFT_LIMIT)
 
 
@@ -519,7 +439,7 @@ def parse_nft_info(params: Mapping[str, Any]) -> NftInfoParams:
     if "nft_id" not in params:
         raise invalid_params("Missing field 'nft_id'.")
     return NftInfoParams(
-        nft_id=_hash(params["nft_id"], "nft_id"), ledger=parse_ledger_selector(params)
+        nft_id=read_hash(params["nft_id"], "nft_id"), ledger=parse_ledger_selector(params)
     )
 
 
@@ -530,40 +450,28 @@ def parse_nfts_by_issuer(params: Mapping[str, Any]) -> NftsByIssuerParams:
     taxon = params.get("nft_taxon")
     marker = params.get("marker")
     return NftsByIssuerParams(
-        issuer=_account(params["issuer"], "issuer"),
+        issuer=read_account(params["issuer"], "issuer"),
         issuer_text=params["issuer"],
-        taxon=None if taxon is None else _uint32(taxon, "nft_taxon"),
+        taxon=None if taxon is None else read_uint32(taxon, "nft_taxon"),
         ledger=parse_ledger_selector(params),
-        limit=_limit(params, NFT_LIMIT),
-        marker=None if marker is None else _hash(marker, "marker"),
+        limit=read_limit(params, NFT_LIMIT),
+        marker=None if marker is None else read_hash(marker, "marker"),
     )
-
-
-def _issue(value: Any, name: str) -> tuple[bytes, bytes]:
-    if not isinstance(value, dict):
-        raise invalid_params(f"Missing field '{name}'.")
-    currency = _currency(value.get("currency"), f"{name}.currency")
-    if not any(currency):
-        if value.get("issuer") not in (None, "rrrrrrrrrrrrrrrrrrrrrhoLvTp"):
-            raise invalid_params(f"Invalid field '{name}.issuer', XRP has no issuer.")
-        return currency, bytes(20)
-    issuer = _account(value.get("issuer"), f"{name}.issuer", error="invalidParams")
-    return currency, issuer
 
 
 def parse_book_offers(params: Mapping[str, Any]) -> BookOffersParams:
     """``book_offers``: ``taker_gets``, ``taker_pays``, ``limit`` (``taker`` is accepted and not
     used: offers are listed as stored, without funding adjustments)."""
-    gets_currency, gets_issuer = _issue(params.get("taker_gets"), "taker_gets")
-    pays_currency, pays_issuer = _issue(params.get("taker_pays"), "taker_pays")
+    gets_currency, gets_issuer = read_issue(params.get("taker_gets"), "taker_gets")
+    pays_currency, pays_issuer = read_issue(params.get("taker_pays"), "taker_pays")
     if (gets_currency, gets_issuer) == (pays_currency, pays_issuer):
         raise invalid_params("taker_gets and taker_pays are the same asset.")
     if "taker" in params:
-        _account(params["taker"], "taker", error="invalidParams")
+        read_account(params["taker"], "taker", error="invalidParams")
     return BookOffersParams(
         book=keylets.book(pays_currency, pays_issuer, gets_currency, gets_issuer),
         ledger=parse_ledger_selector(params),
-        limit=_limit(params, BOOK_OFFERS_LIMIT),
+        limit=read_limit(params, BOOK_OFFERS_LIMIT),
     )
 
 
@@ -585,6 +493,28 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], Params]] = {
     "nft_history": parse_nft_history,
     "nfts_by_issuer": parse_nfts_by_issuer,
     "book_offers": parse_book_offers,
+    "version": parse_nothing,
+    "ping": parse_nothing,
+    "random": parse_nothing,
+    "feature": pm.parse_feature,
+    "ledger_index": pm.parse_ledger_index,
+    "transaction_entry": pm.parse_transaction_entry,
+    "nft_buy_offers": pm.parse_nft_offers,
+    "nft_sell_offers": pm.parse_nft_offers,
+    "account_info": pm.parse_account_info,
+    "account_lines": pm.parse_directory_listing,
+    "account_objects": pm.parse_account_objects,
+    "account_offers": pm.parse_directory_listing,
+    "account_channels": pm.parse_directory_listing,
+    "account_currencies": pm.parse_account_info,
+    "account_nfts": pm.parse_account_nfts,
+    "gateway_balances": pm.parse_gateway_balances,
+    "noripple_check": pm.parse_noripple_check,
+    "deposit_authorized": pm.parse_deposit_authorized,
+    "book_changes": pm.parse_ledger_only,
+    "amm_info": pm.parse_amm_info,
+    "get_aggregate_price": pm.parse_aggregate_price,
+    "mpt_holders": pm.parse_mpt_holders,
 }
 """Every method the server answers, with its parameter parser."""
 

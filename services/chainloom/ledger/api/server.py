@@ -244,11 +244,14 @@ class LedgerApi:
                 log.warning("ledger api: cannot refresh the ledger range: %s", failed)
 
     async def close(self) -> None:
-        """Stop the refresher and the thread pool (after the server stopped)."""
+        """Stop the refresher, the thread pools and the cache's follower (after the server
+        stopped)."""
         if self._refresher is not None:
             self._refresher.cancel()
         self._executor.shutdown(wait=True, cancel_futures=True)
         self._light.shutdown(wait=True, cancel_futures=True)
+        if self.context.cache is not None:
+            self.context.cache.close()
 
 
 def _frame_text(message: Any) -> str:

@@ -3,34 +3,35 @@
 The numbers of the XRPL binary format live in rippled's ``definitions.json``, which rippled
 serves (``server_definitions``) and the client libraries ship. A hand-kept table drifts: every
 amendment adds transaction types, ledger entry types and fields, and a table that lags names them
-``Unknown(n)``. So the codec takes them from the copy xrpl-py ships (it tracks rippled's
-releases) and only the *reading* of the bytes stays ours (:mod:`.binary`, :mod:`.json`).
+``Unknown(n)``. So the codec takes them from a copy of that file kept beside this module, as
+data, and only the *reading* of the bytes stays ours (:mod:`.binary`, :mod:`.jsonform`).
 
-The file is found through the installed distribution's metadata (:mod:`importlib.metadata`),
-which does not import xrpl-py itself (its package imports its whole client, ~0.5 s), parsed
-once on first use, and kept as immutable lookup tables keyed the way the codec needs them: a
-field by its sortable key ``type_code << 16 | nth`` (see :func:`chainloom.ledger.xrpl.fields.key`)
-and by its name, the enumerations by code and by name.
+The copy is the newest the registries serve (see :data:`DEFINITIONS_SOURCE`): npm's
+``ripple-binary-codec`` and PyPI's ``xrpl-py`` ship the same file, the former first; the
+installed xrpl-py (pinned below 5) ships an older one without the ConfidentialMPT and
+Sponsorship transactions. ``docs/ledger-api.md`` says how to refresh it. It is parsed once on
+first use and kept as immutable lookup tables keyed the way the codec needs them: a field by its
+sortable key ``type_code << 16 | nth`` (see :func:`chainloom.ledger.xrpl.fields.key`) and by its
+name, the enumerations by code and by name.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.metadata
+import importlib.resources
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from chainloom.ledger.xrpl.errors import XrplDefinitionsError
 
-DEFINITIONS_DISTRIBUTION = "xrpl-py"
-"""The installed distribution that ships rippled's ``definitions.json``."""
+DEFINITIONS_SOURCE = "ripple-binary-codec 2.11.0 (npm, 2026-09-12; the same file as xrpl-py 5.2.0)"
+"""Where the kept ``definitions.json`` comes from (``src/enums/definitions.json`` there)."""
 
-DEFINITIONS_FILE = "xrpl/core/binarycodec/definitions/definitions.json"
-"""The file's path inside that distribution."""
+DEFINITIONS_FILE = "definitions.json"
+"""The file's name in this package."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,14 +131,11 @@ def parse_definitions(document: Mapping[str, Any]) -> Definitions:
 
 @functools.cache
 def definitions() -> Definitions:
-    """The definitions xrpl-py ships, read and parsed on the first call only."""
+    """The kept definitions, read and parsed on the first call only."""
     try:
-        distribution = importlib.metadata.distribution(DEFINITIONS_DISTRIBUTION)
-        path = distribution.locate_file(DEFINITIONS_FILE)
-        text = Path(str(path)).read_text(encoding="utf-8")
-    except (importlib.metadata.PackageNotFoundError, OSError) as missing:
+        text = importlib.resources.files(__package__).joinpath(DEFINITIONS_FILE).read_text("utf-8")
+    except OSError as missing:
         raise XrplDefinitionsError(
-            f"cannot read {DEFINITIONS_FILE} of {DEFINITIONS_DISTRIBUTION} (is it installed?):"
-            f" {missing}"
+            f"cannot read {DEFINITIONS_FILE} of {__package__} ({DEFINITIONS_SOURCE}): {missing}"
         ) from None
     return parse_definitions(json.loads(text))

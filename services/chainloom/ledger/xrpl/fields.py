@@ -1,7 +1,7 @@
 """Type codes, field keys and enumerations of the XRPL canonical binary format.
 
-Every number comes from rippled's ``definitions.json`` as xrpl-py ships it
-(:mod:`.definitions`): the constants below are looked up *by name* once, at import, so the codec
+Every number comes from rippled's ``definitions.json`` (the copy kept beside
+:mod:`.definitions`): the constants below are looked up *by name* once, at import, so the codec
 names every field, transaction type, ledger entry type and result the file knows -- no hand-kept
 subset. The constants are the ones the ETL, the NFT derivation and the workload generator touch;
 the parser walks every other field generically by its type code.
@@ -38,8 +38,8 @@ PATHSET: Final = _DEFS.types["PathSet"]
 VECTOR256: Final = _DEFS.types["Vector256"]
 UINT96: Final = _DEFS.types["UInt96"]
 HASH192: Final = _DEFS.types["Hash192"]
-UINT384: Final = _DEFS.types["UInt384"]
-UINT512: Final = _DEFS.types["UInt512"]
+UINT384: Final = _DEFS.types["Hash384"]  # UInt384 in older definitions
+UINT512: Final = _DEFS.types["Hash512"]  # UInt512 in older definitions
 ISSUE: Final = _DEFS.types["Issue"]
 XCHAIN_BRIDGE: Final = _DEFS.types["XChainBridge"]
 CURRENCY: Final = _DEFS.types["Currency"]
@@ -162,6 +162,7 @@ FIELD_NAMES: Final[dict[int, str]] = {
 LEDGER_ENTRY_NAMES: Final = _DEFS.ledger_entry_types
 TRANSACTION_TYPE_NAMES: Final = _DEFS.transaction_types
 RESULT_NAMES: Final = _DEFS.transaction_results
+LEDGER_ENTRY_CODES: Final = {name: code for code, name in LEDGER_ENTRY_NAMES.items()}
 
 
 def _entry(name: str) -> int:

@@ -15,6 +15,19 @@ DIR_PAGE = b"\x00d"  # page n > 0 of a directory: SHA512Half(DIR_PAGE || root ||
 SKIP_LIST = b"\x00s"
 NFTOKEN_OFFER = b"\x00q"
 NFTOKEN_SELL_OFFERS = b"\x00i"
+NFTOKEN_BUY_OFFERS = b"\x00h"
+FEE_SETTINGS = b"\x00e"
+AMENDMENTS = b"\x00f"
+CHECK = b"\x00C"
+ESCROW = b"\x00u"
+PAYCHAN = b"\x00x"
+DEPOSIT_PREAUTH = b"\x00p"
+TICKET = b"\x00T"
+SIGNER_LIST = b"\x00S"
+AMM = b"\x00A"
+ORACLE = b"\x00R"
+MPTOKEN_ISSUANCE = b"\x00~"
+MPTOKEN = b"\x00t"
 
 
 def account_root(account: bytes) -> bytes:
@@ -73,3 +86,62 @@ def nftoken_offer(account: bytes, sequence: int) -> bytes:
 def nftoken_sell_offers(token_id: bytes) -> bytes:
     """The directory of a token's sell offers."""
     return sha512_half(NFTOKEN_SELL_OFFERS + token_id)
+
+
+def nftoken_buy_offers(token_id: bytes) -> bytes:
+    """The directory of a token's buy offers."""
+    return sha512_half(NFTOKEN_BUY_OFFERS + token_id)
+
+
+def nftoken_page_min(account: bytes) -> bytes:
+    """The lowest key an account's NFTokenPage can have."""
+    return account + bytes(12)
+
+
+def fee_settings() -> bytes:
+    """The FeeSettings singleton."""
+    return sha512_half(FEE_SETTINGS)
+
+
+def amendments() -> bytes:
+    """The Amendments singleton (enabled amendments and majorities)."""
+    return sha512_half(AMENDMENTS)
+
+
+def deposit_preauth(owner: bytes, authorized: bytes) -> bytes:
+    """A DepositPreauth of ``owner`` for one ``authorized`` account."""
+    return sha512_half(DEPOSIT_PREAUTH + owner + authorized)
+
+
+def pay_channel(source: bytes, destination: bytes, sequence: int) -> bytes:
+    """A PayChannel created by ``source`` to ``destination`` with ``sequence``."""
+    return sha512_half(PAYCHAN + source + destination + sequence.to_bytes(4, "big"))
+
+
+def amm(first: tuple[bytes, bytes], second: tuple[bytes, bytes]) -> bytes:
+    """The AMM of two assets given as ``(currency, issuer)`` (order-independent: the smaller
+    asset, by currency then issuer, comes first)."""
+    low, high = sorted((first, second))
+    return sha512_half(AMM + low[1] + low[0] + high[1] + high[0])
+
+
+def oracle(owner: bytes, document_id: int) -> bytes:
+    """A price Oracle of ``owner`` with ``OracleDocumentID``."""
+    return sha512_half(ORACLE + owner + document_id.to_bytes(4, "big"))
+
+
+def mpt_issuance(issuance_id: bytes) -> bytes:
+    """The MPTokenIssuance of a 24-byte MPTokenIssuanceID (sequence and issuer)."""
+    return sha512_half(MPTOKEN_ISSUANCE + issuance_id)
+
+
+def mptoken(issuance_id: bytes, holder: bytes) -> bytes:
+    """A holder's MPToken of an issuance."""
+    return sha512_half(MPTOKEN + mpt_issuance(issuance_id) + holder)
+
+
+def directory_page(root: bytes, index: int) -> bytes:
+    """Page ``index`` of the directory rooted at ``root`` (page 0 is the root itself)."""
+    if index == 0:
+        return root
+    return sha512_half(DIR_PAGE + root + index.to_bytes(8, "big"))

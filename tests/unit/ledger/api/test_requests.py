@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
+from chainloom.ledger.api import readers
 from chainloom.ledger.api import requests as rq
 from chainloom.ledger.api.errors import MalformedRequestError, RpcError
 from chainloom.ledger.types import TransactionsCursor
@@ -56,8 +57,9 @@ def test_the_envelope_and_api_versions() -> None:
     call = rq.parse_call(b'{"method": "server_info"}')
     assert (call.method, dict(call.params), call.api_version) == ("server_info", {}, 1)
     assert _call("ledger", api_version=2).api_version == 2
+    assert _call("ledger", api_version=3).api_version == 3
     with pytest.raises(RpcError, match="API version"):
-        rq.parse_params(_call("ledger", api_version=3))
+        rq.parse_params(_call("ledger", api_version=4))
     assert _refused_unknown().token == "unknownCmd"
 
 
@@ -70,16 +72,16 @@ def _refused_unknown() -> RpcError:
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
-        ({}, rq.LedgerSelector()),
-        ({"ledger_index": "validated"}, rq.LedgerSelector()),
-        ({"ledger_index": "current"}, rq.LedgerSelector()),
-        ({"ledger_index": 38129}, rq.LedgerSelector(sequence=38129)),
-        ({"ledger_index": "38129"}, rq.LedgerSelector(sequence=38129)),
-        ({"ledger_hash": HASH}, rq.LedgerSelector(ledger_hash=bytes.fromhex(HASH))),
+        ({}, readers.LedgerSelector()),
+        ({"ledger_index": "validated"}, readers.LedgerSelector()),
+        ({"ledger_index": "current"}, readers.LedgerSelector()),
+        ({"ledger_index": 38129}, readers.LedgerSelector(sequence=38129)),
+        ({"ledger_index": "38129"}, readers.LedgerSelector(sequence=38129)),
+        ({"ledger_hash": HASH}, readers.LedgerSelector(ledger_hash=bytes.fromhex(HASH))),
     ],
 )
-def test_ledger_selectors(given: dict[str, Any], expected: rq.LedgerSelector) -> None:
-    assert rq.parse_ledger_selector(given) == expected
+def test_ledger_selectors(given: dict[str, Any], expected: readers.LedgerSelector) -> None:
+    assert readers.parse_ledger_selector(given) == expected
 
 
 @pytest.mark.parametrize(
@@ -98,14 +100,14 @@ def test_ledger_selectors(given: dict[str, Any], expected: rq.LedgerSelector) ->
 )
 def test_malformed_ledger_selectors(given: dict[str, Any]) -> None:
     with pytest.raises(RpcError) as refused:
-        rq.parse_ledger_selector(given)
+        readers.parse_ledger_selector(given)
     assert refused.value.token == "invalidParams"
 
 
 def test_ledger_data_limits_are_clamped_per_form() -> None:
-    assert _params("ledger_data") == rq.LedgerDataParams(rq.LedgerSelector(), None, 256, False)
+    assert _params("ledger_data") == rq.LedgerDataParams(readers.LedgerSelector(), None, 256, False)
     parsed = _params("ledger_data", limit=10_000, binary=True, marker=HASH)
-    assert parsed == rq.LedgerDataParams(rq.LedgerSelector(), bytes.fromhex(HASH), 2048, True)
+    assert parsed == rq.LedgerDataParams(readers.LedgerSelector(), bytes.fromhex(HASH), 2048, True)
     assert _refused("ledger_data", limit=0).token == "invalidParams"
     assert _refused("ledger_data", marker="XYZ").token == "invalidParams"
     assert _refused("ledger_data", binary="yes").token == "invalidParams"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xrpl
 from xrpl.core import binarycodec
 
 from chainloom.ledger.xrpl import binary
@@ -82,20 +83,32 @@ def test_xrpl_js_codec_fixtures_decode_with_their_names() -> None:
             "test/fixtures/codec-fixtures.json to run it"
         )
     fixtures = json.loads(Path(path).read_text())
-    entries = fixtures["accountState"]
-    transactions = fixtures["transactions"]
-    for entry in entries:
-        decoded = _assert_same_as_xrpl_py(entry["binary"])
-        assert decoded["LedgerEntryType"] == entry["json"]["LedgerEntryType"]
-    for transaction in transactions:
-        decoded = _assert_same_as_xrpl_py(transaction["binary"])
-        assert decoded["TransactionType"] == transaction["json"]["TransactionType"]
+    newer = 0
+    for kind, name in (("accountState", "LedgerEntryType"), ("transactions", "TransactionType")):
+        for fixture in fixtures[kind]:
+            try:
+                binarycodec.decode(fixture["binary"])
+            except (KeyError, ValueError):
+                # Newer than the installed xrpl-py (ConfidentialMPT*, ...): named by ours alone.
+                newer += 1
+                decoded = to_json(bytes.fromhex(fixture["binary"]))
+                assert "Unknown(" not in json.dumps(decoded)
+                blob = bytes.fromhex(fixture["binary"])
+                assert binary.encode(binary.decode(blob)) == blob
+            else:
+                decoded = _assert_same_as_xrpl_py(fixture["binary"])
+            assert decoded[name] == fixture["json"][name]
+    names = {f["json"]["TransactionType"] for f in fixtures["transactions"]}
+    if any(n.startswith("ConfidentialMPT") for n in names):
+        assert newer > 0
 
 
 def test_every_transaction_type_is_named() -> None:
     names = definitions().transaction_types
     assert len(names) > 60
     for code, name in names.items():
+        if name not in _XRPL_PY["TRANSACTION_TYPES"]:
+            continue  # newer than the installed xrpl-py: see the ConfidentialMPT test
         blob = binarycodec.encode(
             {"TransactionType": name, "Account": ACCOUNT, "Fee": "10", "Sequence": 1}
         )
@@ -104,12 +117,34 @@ def test_every_transaction_type_is_named() -> None:
         assert sf.transaction_type_name(code) == name
 
 
+_XRPL_PY: dict[str, Any] = json.loads(  # the installed xrpl-py's copy
+    (Path(xrpl.__file__).parent / "core/binarycodec/definitions/definitions.json").read_text()
+)
+_XRPL_PY_FIELDS = {name for name, _ in _XRPL_PY["FIELDS"]}
+
+
+def test_the_newest_amendments_are_named() -> None:
+    """The kept definitions are newer than the installed xrpl-py's: ConfidentialMPT* and
+    Sponsorship transactions decode by name (encoded here with our own writer)."""
+    names = set(definitions().transaction_types.values())
+    newer = {"ConfidentialMPTSend", "ConfidentialMPTConvert", "ConfidentialMPTConvertBack",
+             "ConfidentialMPTMergeInbox", "ConfidentialMPTClawback", "SponsorshipSet"}  # fmt: skip
+    assert newer <= names
+    for name in sorted(newer):
+        code = definitions().code_of(definitions().transaction_types, name)
+        blob = binary.encode({sf.TRANSACTION_TYPE: code.to_bytes(2, "big")})
+        assert to_json(blob)["TransactionType"] == name
+    assert {name for name, code in _XRPL_PY["TRANSACTION_TYPES"].items() if code >= 0} <= names
+
+
 def test_every_ledger_entry_type_is_named() -> None:
     names = definitions().ledger_entry_types
     assert {"MPToken", "MPTokenIssuance", "Vault", "Oracle", "DID", "Delegate"} <= set(
         names.values()
     )
     for code, name in names.items():
+        if name not in _XRPL_PY["LEDGER_ENTRY_TYPES"]:
+            continue
         decoded = _assert_same_as_xrpl_py(binarycodec.encode({"LedgerEntryType": name, "Flags": 0}))
         assert decoded["LedgerEntryType"] == name
         assert sf.ledger_entry_name(code) == name
@@ -162,14 +197,14 @@ def _sample(name: str, type_name: str) -> Any:
 def test_every_serialized_field_decodes_like_xrpl_py() -> None:
     checked = 0
     for field in definitions().fields_by_key.values():
-        if field.name in ("ObjectEndMarker", "ArrayEndMarker"):
+        if field.name in ("ObjectEndMarker", "ArrayEndMarker") or field.name not in _XRPL_PY_FIELDS:
             continue
         value = _sample(field.name, field.type_name)
         assert value is not None, f"no sample for {field.name} ({field.type_name})"
         blob = binarycodec.encode({field.name: value})
         _assert_same_as_xrpl_py(blob)
         checked += 1
-    assert checked > 300
+    assert checked > 290
 
 
 @pytest.mark.parametrize(
