@@ -45,7 +45,7 @@ def _shipped_version() -> str:
 
 
 def emulator_binary() -> Path:
-    """The emulator's executable (installed by ``chainloom stack up``), for tests that run an
+    """The emulator's executable (installed by ``chainloom-dev stack up``), for tests that run an
     emulator of their own to stop and restart it."""
     return BigtableEmulator()._binary()[0]
 

@@ -1,6 +1,6 @@
 // Command podctl removes every pod sandbox of a CRI runtime (usage: podctl SOCKET remove-all).
 //
-// Containers outlive containerd and the kubelet, so `chainloom stack down` asks the runtime to
+// Containers outlive containerd and the kubelet, so `chainloom-dev stack down` asks the runtime to
 // stop and remove each pod sandbox first: that is what releases the pod's IP, deletes its
 // veth and network namespace and unmounts its filesystems. crictl does the same, but it is
 // not on the Go module proxy the stack builds from; the CRI client is part of Kubernetes.
