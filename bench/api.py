@@ -108,7 +108,9 @@ def _load(config: Any, path: Path, ledgers: int, txs: int, vectors: Path) -> Non
 
 def _start_server(backend_flags: list[str], workers: int) -> tuple[subprocess.Popen[str], int]:
     command = [sys.executable, "-m", "chainloom", "ledger", "api", *backend_flags]
-    command += ["--port", "0", "--workers", str(workers)]
+    # Every bench client is 127.0.0.1: its per-client budget must hold all of them (the bench
+    # measures throughput, not fairness between clients).
+    command += ["--port", "0", "--workers", str(workers), "--client-budget", "100000"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     assert process.stderr is not None
     line = process.stderr.readline()

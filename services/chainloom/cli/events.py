@@ -639,17 +639,26 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
     import signal
     from importlib.metadata import PackageNotFoundError, version
 
+    from chainloom.eventstore.bigtable import check_reachable
+    from chainloom.eventstore.errors import StoreConfigError, StoreUnavailableError
+    from chainloom.eventstore.service import locate, open_store
+
+    settings = _settings(ctx, more={"api.host": host, "api.port": port})
+    listen = settings.api
+    try:  # an unreachable store is told in seconds, before the server is even loaded
+        check_reachable(locate(settings))
+    except StoreConfigError as error:
+        fail(str(error))
+    except StoreUnavailableError as error:
+        _unavailable(error)
+
     from chainloom.eventstore.api.app import cursor_key, serve
     from chainloom.eventstore.api.reads import StoreReads
-    from chainloom.eventstore.errors import StoreConfigError
-    from chainloom.eventstore.service import open_store
 
     try:
         release = version("chainloom")
     except PackageNotFoundError:
         release = "0"
-    settings = _settings(ctx, more={"api.host": host, "api.port": port})
-    listen = settings.api
 
     async def main(reads: StoreReads) -> None:
         stop = asyncio.Event()
