@@ -181,7 +181,7 @@ def _writer_process(work: tuple[str, list[str]]) -> tuple[float, float, float, d
     from chainloom.eventstore.bigtable import BigtableTables
     from chainloom.eventstore.writer import EventWriter
     from chainloom.wormhole import SignatureCache, all_known_emitters, decode_vaa_text
-    from chainloom_spark.jobs.vaa_ingest import load_guardian_sets
+    from chainloom_spark.arguments import load_guardian_sets
 
     table, lines = work
     sets, emitters, config = load_guardian_sets("dev"), all_known_emitters(), _writer_config()
