@@ -34,7 +34,7 @@ from chainloom_spark.jobs.vaa_ingest.arguments import (
     parser,
     resolve,
 )
-from chainloom_spark.jobs.vaa_ingest.driver import check_store, main, read_input, run
+from chainloom_spark.jobs.vaa_ingest.driver import check_store, key_input, main, read_input, run
 from chainloom_spark.jobs.vaa_ingest.tasks import (
     ASSETS,
     REST,
@@ -42,10 +42,10 @@ from chainloom_spark.jobs.vaa_ingest.tasks import (
     Refusal,
     decode_record,
     executor_signature_cache,
-    ingest_partition,
+    ingest_batches,
     is_attestation,
+    key_batches,
     message_key,
-    partition_of,
     prepare,
 )
 
@@ -60,13 +60,14 @@ __all__ = [
     "check_store",
     "decode_record",
     "executor_signature_cache",
-    "ingest_partition",
+    "ingest_batches",
     "input_format",
     "is_attestation",
+    "key_batches",
+    "key_input",
     "main",
     "message_key",
     "parser",
-    "partition_of",
     "prepare",
     "read_input",
     "resolve",

@@ -16,22 +16,25 @@ import time
 from functools import partial
 from typing import TYPE_CHECKING
 
+import orjson
+
 from chainloom.eventstore.bigtable import ensure_schema
 from chainloom.eventstore.service import EMULATOR_ENV
 from chainloom.eventstore.writer import WriterConfig
 from chainloom.settings import BigtableSettings
 from chainloom_spark.arguments import load_guardian_sets
-from chainloom_spark.dead_letter import SCHEMA_DDL, write_dead_letter
+from chainloom_spark.dead_letter import write_dead_letter
 from chainloom_spark.errors import JobInputError, SinkUnavailableError
 from chainloom_spark.jobs.vaa_ingest.arguments import JOB, IngestPlan, resolve
 from chainloom_spark.jobs.vaa_ingest.tasks import (
     ASSETS,
+    INPUT_COLUMNS,
+    KEYED_DDL,
     REST,
+    RESULT_DDL,
     PartitionContext,
-    Result,
-    ingest_partition,
-    message_key,
-    partition_of,
+    ingest_batches,
+    key_batches,
 )
 from chainloom_spark.progress import Progress, ProgressCounters
 from chainloom_spark.runner import run_table_job, stage
@@ -39,7 +42,7 @@ from chainloom_spark.session import job_session
 from chainloom_spark.summary import MAX_PRINTED, JobSummary
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, Row, SparkSession
 
 _log = logging.getLogger("chainloom_spark")
 
@@ -107,9 +110,21 @@ def read_input(spark: SparkSession, plan: IngestPlan) -> DataFrame:
         raise JobInputError(f"--input {plan.input}: {str(error).splitlines()[0]}") from None
 
 
+def key_input(frame: DataFrame, partitions: int) -> DataFrame:
+    """The input with each record's row key and attestation flag (:func:`key_batches`, in
+    Arrow batches), in ``partitions`` partitions by the key, hashed in the JVM.
+
+    Every copy of a message goes to one partition, so its copies are merged in one task: two
+    tasks merging signatures into the same row at once could each write a summary computed
+    from what it alone had read.
+    """
+    return frame.mapInArrow(key_batches, KEYED_DDL).repartition(partitions, "key")
+
+
 def run(plan: IngestPlan) -> JobSummary:
     """Run the job as resolved by :func:`resolve`; the summary (also written, if asked)."""
     from pyspark import StorageLevel
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
     sets = load_guardian_sets(plan.guardian_set_source)
     check_store(plan.location)
@@ -119,12 +134,8 @@ def run(plan: IngestPlan) -> JobSummary:
         context = spark.sparkContext
         with stage("read", **{"chainloom.format": plan.format}):
             frame = read_input(spark, plan)
-        # Every copy of a message goes to one partition, so its copies are merged in one
-        # task: two tasks merging signatures into the same row at once could each write
-        # a summary computed from what it alone had read.
-        wanted = plan.partitions or context.defaultParallelism
-        rows = frame.rdd.keyBy(message_key).partitionBy(wanted, partition_of).values()
-        rows.persist(StorageLevel.MEMORY_AND_DISK)  # read (and shuffled) once for both passes
+        keyed = key_input(frame, plan.partitions or context.defaultParallelism)
+        keyed.persist(StorageLevel.MEMORY_AND_DISK)  # read (and shuffled) once for both passes
         counters = ProgressCounters.create(context)
         task_context = PartitionContext(
             location=plan.location,
@@ -141,33 +152,37 @@ def run(plan: IngestPlan) -> JobSummary:
                   plan.location.table)  # fmt: skip
         # Attestations are written before the transfers that need their symbol and decimals,
         # so enrichment never depends on which partition ran first, and a rerun writes nothing.
-        reports: list[Result] = []
-        passes = []
+        reports: list[Row] = []
+        passes: list[DataFrame] = []
         with Progress(JOB, counters, settings.progress_interval):
             for phase in (ASSETS, REST):
-                results = rows.mapPartitions(partial(ingest_partition, task_context, phase))
+                attestation = F.col("attestation")
+                results = (
+                    keyed.where(attestation if phase == ASSETS else ~attestation)
+                    .select(*INPUT_COLUMNS)
+                    .mapInArrow(partial(ingest_batches, task_context, phase), RESULT_DDL)
+                )
                 results.persist(StorageLevel.MEMORY_AND_DISK)
                 try:  # the executors decode, verify and write this phase's rows
                     with stage("verify_write", **{"chainloom.phase": str(phase)}):
-                        reports += results.filter(lambda row: row[0] != "refused").collect()
+                        reports += results.where(F.col("kind") != "refused").collect()
                 except Exception as error:
                     _reraise_input_error(error, plan.input)
                     raise
                 passes.append(results)
-        refused = context.union(passes).filter(lambda row: row[0] == "refused")
+        refused = passes[0].unionByName(passes[1]).where(F.col("kind") == "refused")
         summary = JobSummary(JOB)
-        summary.merge_counts((row[1], row[2]) for row in reports if row[0] == "counts")
-        summary.conflicts = [(row[2], row[3]) for row in reports if row[0] == "conflict"]
+        summary.merge_counts(
+            (row.chain, orjson.loads(row.counts)) for row in reports if row.kind == "counts"
+        )
+        summary.conflicts = [(r.message_id, r.digest) for r in reports if r.kind == "conflict"]
         if summary.total.refused:
-            summary.refusals = [(r[2], r[4], r[5]) for r in refused.take(MAX_PRINTED)]
+            summary.refusals = [(r.location, r.rule, r.reason) for r in refused.take(MAX_PRINTED)]
             if plan.dead_letter:
-                dead = spark.createDataFrame(
-                    refused.map(lambda r: (r[2], r[3], r[4], r[5], JOB)), SCHEMA_DDL
-                )
-                write_dead_letter(dead, plan.dead_letter)
+                write_dead_letter(refused.withColumn("job", F.lit(JOB)), plan.dead_letter)
         for results in passes:
             results.unpersist()
-        rows.unpersist()
+        keyed.unpersist()
     elapsed = time.monotonic() - started
     summary.details = {
         "input": plan.input,

@@ -1,17 +1,23 @@
 """vaa-ingest's tasks: what runs in the Python workers, one partition at a time.
 
-Each partition opens the tables and writes through :class:`EventWriter` (parse with the core
-codec, verify against the broadcast guardian sets, plan against the stored row, write only the
-difference), so a bulk load and ``chainloom events put`` cannot disagree about a row. Refused
-inputs become result rows, never failures of the task.
+Records reach Python and come back in Arrow record batches (``DataFrame.mapInArrow``), a
+batch of thousands of records converted at once, never a pickled row at a time. Two tasks:
+
+* :func:`key_batches` reads each record once to add the message's row key and whether it is a
+  token attestation, so the JVM can partition by the key (every copy of a message in one task)
+  and split the passes with a filter, the record's text passing through untouched;
+* :func:`ingest_batches` writes a partition's records of one pass through
+  :class:`EventWriter` (parse with the core codec, verify against the broadcast guardian sets,
+  plan against the stored row, write only the difference), so a bulk load and ``chainloom
+  events put`` cannot disagree about a row. Refused inputs become result rows, never failures
+  of the task.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +49,13 @@ from chainloom.wormhole.errors import (
     WormholeError,
 )
 from chainloom.wormhole.payloads import AssetMeta, decode_payload
+from chainloom.wormhole.vaa import VAA
 from chainloom_spark.errors import SinkUnavailableError
 from chainloom_spark.progress import ProgressCounters
 from chainloom_spark.summary import UNKNOWN_CHAIN, ChainCounts
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark import Broadcast
 
 
@@ -126,7 +134,9 @@ def prepare(writer: EventWriter, raw: bytes, tx_id: str | None) -> Any:
     if vaa.signatures and vaa.guardian_set_index not in writer.guardian_sets:
         raise Refusal("guardian-set", f"guardian set {vaa.guardian_set_index} is not known", chain)
     try:
-        return writer.prepare(raw, initiating_tx_id=tx_id)
+        # The parsed VAA, not the bytes: its bytes are exactly those parsed, and the writer
+        # need not parse them again.
+        return writer.prepare(vaa, initiating_tx_id=tx_id)
     except UnknownGuardianSetError as error:
         raise Refusal("guardian-set", str(error), chain) from None
     except PayloadParseError as error:
@@ -139,20 +149,31 @@ def prepare(writer: EventWriter, raw: bytes, tx_id: str | None) -> Any:
         raise Refusal("vaa-format", str(error), chain) from None
 
 
-Result = tuple[str, int, Any, Any, Any, Any]
-"""A task's output row: (kind, chain, a, b, c, d) with kind ``counts`` (a: the counts),
-``conflict`` (a: message id, b: digest) or ``refused`` (a: location, b: raw, c: rule,
-d: reason)."""
+INPUT_COLUMNS = ("location", "text", "data")
+"""An input record: the file it came from, and the VAA as a text line or as bytes."""
+
+KEYED_DDL = "location STRING, text STRING, data BINARY, key STRING, attestation BOOLEAN"
+"""An input record with what :func:`key_batches` adds: the message's row key ("" when it
+cannot be read: refused by the second pass) and whether it is a token attestation."""
+
+RESULT_DDL = (
+    "kind STRING, chain INT, counts STRING, message_id STRING, digest STRING, "
+    "location STRING, raw BINARY, rule STRING, reason STRING"
+)
+"""A task's output row: ``kind`` ``counts`` (``counts``: a partition's counts of ``chain``
+as JSON), ``conflict`` (``message_id``, ``digest``) or ``refused`` (``location``, ``raw``:
+the input as read, ``rule``, ``reason``)."""
 
 
 ASSETS, REST = "attestations", "messages"
 """The two passes: token attestations first, then everything else (see :func:`run`)."""
 
 
-def is_attestation(raw: bytes, emitters: KnownEmitters) -> bool:
+def is_attestation(raw: bytes | VAA, emitters: KnownEmitters) -> bool:
     """Whether ``raw`` is a well-formed token attestation (AssetMeta of a known bridge)."""
     try:
-        return isinstance(decode_payload(parse_vaa(raw), emitters=emitters), AssetMeta)
+        vaa = raw if isinstance(raw, VAA) else parse_vaa(raw)
+        return isinstance(decode_payload(vaa, emitters=emitters), AssetMeta)
     except WormholeError:
         return False
 
@@ -188,64 +209,84 @@ class PartitionTally:
         self.counts.setdefault(chain, ChainCounts()).refused += 1
 
 
-def message_key(record: Any) -> str:
-    """The row key of the message ``record`` carries ("" when it cannot be read: refused later)."""
+def message_key(text: str | None, data: bytes | None, emitters: KnownEmitters) -> tuple[str, bool]:
+    """(row key, is a token attestation) of the message an input record carries; ("", False)
+    when it cannot be read (refused by the second pass)."""
     try:
-        raw, _ = decode_record(record.text, record.data)
-        return str(parse_vaa(raw).row_key)
+        raw, _ = decode_record(text, data)
+        vaa = parse_vaa(raw)
     except (Refusal, WormholeError):
-        return ""
+        return "", False
+    return str(vaa.row_key), is_attestation(vaa, emitters)
 
 
-def partition_of(key: str) -> int:
-    """A stable hash of a row key (the same in every Python worker, whatever its hash seed)."""
-    return zlib.crc32(key.encode())
+def key_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Each batch of input records with their row key and attestation flag (:data:`KEYED_DDL`);
+    the input columns pass through as they came."""
+    import pyarrow as pa
+
+    emitters = all_known_emitters()
+    for batch in batches:
+        keyed = [
+            message_key(text, data, emitters)
+            for text, data in zip(
+                batch.column("text").to_pylist(), batch.column("data").to_pylist(), strict=True
+            )
+        ]
+        yield pa.RecordBatch.from_arrays(
+            [
+                *(batch.column(name) for name in INPUT_COLUMNS),
+                pa.array([key for key, _ in keyed], pa.string()),
+                pa.array([flag for _, flag in keyed], pa.bool_()),
+            ],
+            names=[*INPUT_COLUMNS, "key", "attestation"],
+        )
 
 
-def _as_bytes(record: Any) -> bytes:
-    if record.data is not None:
-        return bytes(record.data)
-    text: str = record.text or ""
-    return text.encode()
-
-
-def ingest_partition(
-    context: PartitionContext, phase: str, records: Iterable[Any]
-) -> Iterator[Result]:
-    """Verify and write the records of one partition that belong to ``phase``; yield the
-    partition's counts, conflicts and refusals (inputs that cannot be read at all belong to
-    the second phase)."""
+def _task_environment(context: PartitionContext) -> None:
     if context.emulator_host:
         os.environ[EMULATOR_ENV] = context.emulator_host
         # The client warns on every connection to the emulator: expected, not news to log.
         warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
+
+
+def ingest_batches(
+    context: PartitionContext, phase: str, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Verify and write the records of one partition in ``phase`` (the driver has filtered
+    them; records that cannot be read are in the second phase); yield one batch of the
+    partition's counts, conflicts and refusals (:data:`RESULT_DDL`)."""
+    import pyarrow as pa
+
+    _task_environment(context)
     tally = PartitionTally()
-    emitters = all_known_emitters()
+    results: list[dict[str, Any]] = []
     try:
         with BigtableTables(context.location) as tables:
             writer = EventWriter(
                 tables,
                 context.guardian_sets.value,
-                emitters=emitters,
+                emitters=all_known_emitters(),
                 config=context.writer,
                 signature_cache=executor_signature_cache(),
             )
-            for record in records:
-                try:
-                    raw, tx_id = decode_record(record.text, record.data)
-                    if is_attestation(raw, emitters) != (phase == ASSETS):
+            for batch in batches:
+                columns = [batch.column(name).to_pylist() for name in INPUT_COLUMNS]
+                for location, text, data in zip(*columns, strict=True):
+                    try:
+                        raw, tx_id = decode_record(text, data)
+                        item = prepare(writer, raw, tx_id)
+                    except Refusal as refusal:
+                        tally.refusal(refusal.chain)
+                        results.append({
+                            "kind": "refused", "chain": refusal.chain, "location": location,
+                            "raw": data if data is not None else (text or "").encode(),
+                            "rule": refusal.rule, "reason": refusal.reason,
+                        })  # fmt: skip
                         continue
                     tally.read += 1
-                    item = prepare(writer, raw, tx_id)
-                except Refusal as refusal:
-                    if phase == ASSETS:
-                        continue  # unreadable: refused once, by the second pass
-                    tally.refusal(refusal.chain)
-                    yield ("refused", refusal.chain, record.location, _as_bytes(record),
-                           refusal.rule, refusal.reason)  # fmt: skip
-                    continue
-                tally.chains[item.vaa.row_key] = item.vaa.emitter_chain
-                tally.plans(writer.submit_prepared(item))
+                    tally.chains[item.vaa.row_key] = item.vaa.emitter_chain
+                    tally.plans(writer.submit_prepared(item))
             tally.plans(writer.flush())
             conflicts = list(writer.summary.conflicts)
     except (StoreUnavailableError, TableMissingError) as error:
@@ -253,6 +294,21 @@ def ingest_partition(
     finally:
         context.progress.add(read=tally.read, written=tally.written, refused=tally.refused)
     for chain, chain_counts in tally.counts.items():
-        yield ("counts", chain, chain_counts.as_dict(), None, None, None)
+        results.append({"kind": "counts", "chain": chain,
+                        "counts": orjson.dumps(chain_counts.as_dict()).decode()})  # fmt: skip
     for message_id, digest in conflicts:
-        yield ("conflict", int(message_id.split("/", 1)[0]), message_id, digest, None, None)
+        results.append({"kind": "conflict", "chain": int(message_id.split("/", 1)[0]),
+                        "message_id": message_id, "digest": digest})  # fmt: skip
+    if results:
+        yield pa.RecordBatch.from_pylist(results, schema=result_schema())
+
+
+def result_schema() -> pa.Schema:
+    """:data:`RESULT_DDL` as an Arrow schema."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("kind", pa.string()), ("chain", pa.int32()), ("counts", pa.string()),
+        ("message_id", pa.string()), ("digest", pa.string()), ("location", pa.string()),
+        ("raw", pa.binary()), ("rule", pa.string()), ("reason", pa.string()),
+    ])  # fmt: skip
