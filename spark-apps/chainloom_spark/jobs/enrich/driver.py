@@ -14,9 +14,10 @@ from chainloom_spark.jobs.enrich.prices import load_prices
 from chainloom_spark.jobs.enrich.tasks import (
     RECORD_DDL,
     SCAN_FAMILIES,
+    TALLY_DDL,
     WriteContext,
     scan_record,
-    write_partition,
+    write_batches,
 )
 from chainloom_spark.progress import Progress, ProgressCounters
 from chainloom_spark.runner import run_table_job
@@ -25,7 +26,7 @@ from chainloom_spark.table_scan import (
     plan_ranges,
     require_tables,
     scan_context,
-    table_rdd,
+    table_frame,
 )
 
 if TYPE_CHECKING:
@@ -98,8 +99,7 @@ def run(plan: EnrichPlan) -> ChainCounters:
         with Progress(JOB, counters, plan.settings.progress_interval):
             prices = load_prices(spark, plan)
             scan = scan_context(plan.location, SCAN_FAMILIES)
-            scanned = table_rdd(spark, scan, ranges, scan_record, counters)
-            records = spark.createDataFrame(scanned, RECORD_DDL)
+            records = table_frame(spark, scan, ranges, scan_record, RECORD_DDL, counters=counters)
             records = records.persist(StorageLevel.MEMORY_AND_DISK)
             plan_frame = candidates(records, prices).persist(StorageLevel.MEMORY_AND_DISK)
             settled = plan_frame.where(F.col("status") != "enrich")
@@ -116,11 +116,11 @@ def run(plan: EnrichPlan) -> ChainCounters:
             )
             tallies = (
                 plan_frame.where(F.col("status") == "enrich")
-                .rdd.mapPartitions(partial(write_partition, context))
+                .mapInArrow(partial(write_batches, context), TALLY_DDL)
                 .collect()
             )
-            for chain, name, value in tallies:
-                summary.add(chain, name, value)
+            for tally in tallies:
+                summary.add(tally.chain, tally.name, tally.value)
             plan_frame.unpersist()
             records.unpersist()
     elapsed = time.monotonic() - started

@@ -32,7 +32,7 @@ from chainloom_spark.table_scan import (
 )
 
 if TYPE_CHECKING:
-    pass
+    import pyarrow as pa
 
 
 SCAN_FAMILIES = (
@@ -200,3 +200,25 @@ def write_partition(context: WriteContext, rows: Iterable[Any]) -> Iterator[tupl
     context.counters.add(written=sum(v for (_, name), v in tally.items() if name == "written"))
     for (chain, name), value in tally.items():
         yield chain, name, value
+
+
+TALLY_DDL = "chain INT, name STRING, value LONG"
+"""A write task's output row: a counter of a chain and how much the task added to it."""
+
+
+def write_batches(
+    context: WriteContext, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """:func:`write_partition` over candidates arriving in Arrow record batches; the tallies
+    as one batch (:data:`TALLY_DDL`)."""
+    import pyarrow as pa
+    from pyspark.sql import Row
+
+    candidates = (Row(**row) for batch in batches for row in batch.to_pylist())
+    tallies = [
+        {"chain": chain, "name": name, "value": value}
+        for chain, name, value in write_partition(context, candidates)
+    ]
+    if tallies:
+        schema = pa.schema([("chain", pa.int32()), ("name", pa.string()), ("value", pa.int64())])
+        yield pa.RecordBatch.from_pylist(tallies, schema=schema)

@@ -20,7 +20,7 @@ from chainloom_spark.jobs.export.tasks import (
 from chainloom_spark.progress import Progress, ProgressCounters
 from chainloom_spark.runner import run_table_job
 from chainloom_spark.session import job_session
-from chainloom_spark.table_scan import plan_ranges, require_tables, scan_context, table_rdd
+from chainloom_spark.table_scan import plan_ranges, require_tables, scan_context, table_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -93,8 +93,8 @@ def run(plan: ExportPlan) -> ChainCounters:
         counters = ProgressCounters.create(spark.sparkContext)
         with Progress(JOB, counters, plan.settings.progress_interval):
             scan = scan_context(plan.location, SCAN_FAMILIES)
-            scanned = table_rdd(spark, scan, ranges, row_or_skip, counters)
-            events = spark.createDataFrame(scanned, f"skipped STRING, {ddl(EVENT_COLUMNS)}")
+            columns = f"skipped STRING, {ddl(EVENT_COLUMNS)}"
+            events = table_frame(spark, scan, ranges, row_or_skip, columns, counters=counters)
             events = events.persist(StorageLevel.MEMORY_AND_DISK)
             exported = 0
             for row in events.groupBy("skipped").count().collect():
