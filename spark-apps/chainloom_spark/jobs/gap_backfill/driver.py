@@ -24,11 +24,13 @@ from chainloom_spark.backfill_summary import BackfillSummary
 from chainloom_spark.errors import JobArgumentError, JobInputError, SinkUnavailableError
 from chainloom_spark.jobs.gap_backfill.arguments import CHUNK, JOB, BackfillPlan, resolve
 from chainloom_spark.jobs.gap_backfill.tasks import (
+    FETCHED_DDL,
     Gap,
     TaskContext,
     Written,
+    as_fetched,
     fetch_partition,
-    files_partition,
+    files_batches,
     find_partition,
     write_partition,
 )
@@ -182,11 +184,12 @@ def _fetch(spark: Any, plan: BackfillPlan, context: TaskContext,
         from pyspark.errors import AnalysisException
 
         try:
-            lines = spark.read.text(plan.files).rdd
+            lines = spark.read.text(plan.files)
         except AnalysisException as error:
             raise JobInputError(f"--files {plan.files}: {str(error).splitlines()[0]}") from None
         wanted = spark.sparkContext.broadcast(missing)
-        return lines.mapPartitions(partial(files_partition, wanted, context.counters)).distinct()
+        found = lines.mapInArrow(partial(files_batches, wanted, context.counters), FETCHED_DDL)
+        return found.distinct().rdd.map(as_fetched)  # the found VAAs only: few
     chunks = [
         (chain, emitter, piece.first, piece.last)
         for (chain, emitter), ranges in missing.items()

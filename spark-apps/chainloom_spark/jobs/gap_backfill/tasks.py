@@ -7,6 +7,7 @@ import os
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from chainloom.eventstore.backfill import fetch_missing, scan_emitter
@@ -35,6 +36,7 @@ from chainloom_spark.jobs.vaa_ingest.tasks import (
 from chainloom_spark.progress import ProgressCounters
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark import Broadcast
 
 
@@ -109,27 +111,51 @@ def fetch_partition(
     context.counters.add(read=read)
 
 
-def files_partition(
+FETCHED_DDL = (
+    "chain INT, emitter STRING, sequence DECIMAL(20,0), status STRING, raw BINARY, reason STRING"
+)
+""":data:`Fetched` as Spark DDL (a sequence is a uint64, beyond a LONG)."""
+
+
+def files_batches(
     missing: Broadcast[dict[tuple[int, str], list[tuple[int, int]]]],
     counters: ProgressCounters,
-    lines: Iterable[Any],
-) -> Iterator[Fetched]:
-    """The VAAs among the partition's input lines whose id is missing (other lines ignored);
-    every line counts as read."""
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """The VAAs among the input lines (batches of Spark's text reader, in Arrow) whose id is
+    missing, as :data:`FETCHED_DDL` batches (other lines ignored); every line counts as
+    read."""
+    import pyarrow as pa
+
     wanted = missing.value
+    schema = pa.schema([
+        ("chain", pa.int32()), ("emitter", pa.string()), ("sequence", pa.decimal128(20, 0)),
+        ("status", pa.string()), ("raw", pa.binary()), ("reason", pa.string()),
+    ])  # fmt: skip
     read = 0
-    for line in lines:
-        read += 1
-        try:
-            raw, _ = decode_record(line.value, None)
-            vaa = parse_vaa(raw)
-        except (Refusal, WormholeError):
-            continue
-        ranges = wanted.get((vaa.emitter_chain, vaa.emitter_address.hex()))
-        if ranges and any(first <= vaa.sequence <= last for first, last in ranges):
-            yield (vaa.emitter_chain, vaa.emitter_address.hex(), vaa.sequence,
-                   FetchStatus.FOUND.value, raw, "")  # fmt: skip
+    for batch in batches:
+        found: list[dict[str, Any]] = []
+        for line in batch.column("value").to_pylist():
+            read += 1
+            try:
+                raw, _ = decode_record(line, None)
+                vaa = parse_vaa(raw)
+            except (Refusal, WormholeError):
+                continue
+            emitter = vaa.emitter_address.hex()
+            ranges = wanted.get((vaa.emitter_chain, emitter))
+            if ranges and any(first <= vaa.sequence <= last for first, last in ranges):
+                found.append({"chain": vaa.emitter_chain, "emitter": emitter,
+                              "sequence": Decimal(vaa.sequence), "raw": raw, "reason": "",
+                              "status": FetchStatus.FOUND.value})  # fmt: skip
+        if found:
+            yield pa.RecordBatch.from_pylist(found, schema=schema)
     counters.add(read=read)
+
+
+def as_fetched(row: Any) -> Fetched:
+    """A :data:`FETCHED_DDL` row as a :data:`Fetched` tuple."""
+    return (row.chain, row.emitter, int(row.sequence), row.status, bytes(row.raw), row.reason)
 
 
 Written = tuple[str, int, str, Any, Any, Any]
