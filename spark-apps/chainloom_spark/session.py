@@ -59,7 +59,8 @@ def session_conf(settings: SparkSettings, python: str = sys.executable) -> dict[
         "spark.ui.showConsoleProgress": "false",
         "spark.pyspark.python": python,
         "spark.pyspark.driver.python": python,
-        # Records are processed in Python; Arrow would only add a copy for our row shapes.
+        # toPandas and createDataFrame from pandas, which the jobs do not use; their records
+        # cross to Python in Arrow batches through mapInArrow, which this does not govern.
         "spark.sql.execution.arrow.pyspark.enabled": "false",
     }
     conf.update(settings.conf)

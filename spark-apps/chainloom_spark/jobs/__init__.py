@@ -1,11 +1,12 @@
 """The Spark jobs, by the name ``chainloom spark run JOB`` and the manifests use.
 
-Each job is a module with ``main(argv: list[str] | None = None) -> int`` and ``parser()`` (its
-flags, an ``argparse`` parser that raises :class:`~chainloom_spark.errors.JobArgumentError`
-rather than exiting), runnable as ``spark-submit .../chainloom_spark/submit.py JOB ARGS``,
-``python -m chainloom_spark.jobs.<module> ARGS`` or ``chainloom spark run JOB ARGS``. Entries
-are import paths, resolved on use; a job module imports pyspark only inside functions, so
-listing jobs and checking their flags never needs it.
+Each job is a package with ``main(argv: list[str] | None = None) -> int`` and ``parser()`` (its
+flags, built on the jobs' one parser, :class:`chainloom_spark.arguments.JobArgumentParser`,
+which raises :class:`~chainloom_spark.errors.JobArgumentError` rather than exiting), its
+sections in modules (``arguments``, ``tasks``, ``driver``), runnable as ``spark-submit
+.../chainloom_spark/submit.py JOB ARGS``, ``python -m chainloom_spark.jobs.<module> ARGS`` or
+``chainloom spark run JOB ARGS``. Entries are import paths, resolved on use; a job module
+imports pyspark only inside functions, so listing jobs and checking their flags never needs it.
 """
 
 from __future__ import annotations

@@ -140,6 +140,28 @@ def test_mixed_input_is_stored_once_and_a_rerun_writes_nothing(
         assert mixed_input["tx_message"] in indexed
 
 
+def test_every_copy_of_a_message_is_in_one_partition(spark, mixed_input):
+    """The JVM partitions the keyed input by the message's row key: the copies of a message
+    (other signature subsets, conflicting bodies, JSON and hex lines) meet in one task."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+    plan = vaa_ingest.resolve(
+        ["--input", str(mixed_input["path"]), "--table", "t", "--guardian-set", "dev"]
+    )
+    keyed = vaa_ingest.key_input(vaa_ingest.read_input(spark, plan), 3)
+    groups = (
+        keyed.withColumn("partition", F.spark_partition_id())
+        .groupBy("key")
+        .agg(F.countDistinct("partition").alias("partitions"), F.count("*").alias("copies"))
+        .collect()
+    )
+    assert sum(g.copies for g in groups) == mixed_input["lines"]
+    assert {g.partitions for g in groups} == {1}
+    assert max(g.copies for g in groups if g.key) > 1  # the input does repeat messages
+    assert len([g for g in groups if g.key]) == len(mixed_input["message_ids"])
+    assert keyed.where("attestation").count() > 0
+
+
 def test_parquet_input_with_a_binary_vaa_column(spark, bigtable_table_name, tmp_path, capsys):
     guardians = DevGuardians()
     vaas = list(generate_vaas(40, 3, guardians, Mix(duplicate=0, conflict=0)))

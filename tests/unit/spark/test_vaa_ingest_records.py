@@ -9,20 +9,16 @@ from dataclasses import dataclass
 import pytest
 
 from chainloom.errors import UnavailableError
+from chainloom.wormhole import all_known_emitters
 from chainloom_dev.sim.dev_guardians import DevGuardians
 from chainloom_spark.errors import JobArgumentError, SinkUnavailableError
 from chainloom_spark.jobs import check_arguments
-from chainloom_spark.jobs.vaa_ingest import (
-    Refusal,
-    decode_record,
-    main,
-    message_key,
-    partition_of,
-)
+from chainloom_spark.jobs.vaa_ingest import Refusal, decode_record, main, message_key
 from chainloom_spark.runner import JobExit, classify
 
 VAA = DevGuardians().sign(emitter_chain=2, emitter_address=b"\x01" * 32, sequence=1, payload=b"x")
 RAW = VAA.to_bytes()
+EMITTERS = all_known_emitters()
 
 
 @pytest.mark.parametrize(
@@ -48,15 +44,30 @@ def test_copies_of_a_message_share_a_key_whatever_their_signatures_or_encoding()
     )
     other = guardians.sign(emitter_chain=2, emitter_address=b"\x01" * 32, sequence=2, payload=b"x")
     copies = [
-        Record(RAW.hex(), None),
-        Record(None, bytearray(RAW)),
-        Record(json.dumps({"vaa": fewer.to_bytes().hex()}), None),
+        (RAW.hex(), None),
+        (None, bytes(RAW)),
+        (json.dumps({"vaa": fewer.to_bytes().hex()}), None),
     ]
-    assert {message_key(r) for r in copies} == {VAA.row_key}
-    assert message_key(Record(other.to_bytes().hex(), None)) == other.row_key != VAA.row_key
-    assert message_key(Record("zzzz", None)) == ""  # unreadable: refused by the job later
-    assert partition_of(VAA.row_key) == partition_of(str(VAA.row_key))  # no hash seed involved
-    assert partition_of(VAA.row_key) != partition_of(other.row_key)
+    assert {message_key(text, data, EMITTERS) for text, data in copies} == {(VAA.row_key, False)}
+    assert message_key(other.to_bytes().hex(), None, EMITTERS) == (other.row_key, False)
+    assert other.row_key != VAA.row_key
+    assert message_key("zzzz", None, EMITTERS) == ("", False)  # unreadable: refused later
+
+
+def test_token_attestations_are_told_apart_for_the_first_pass():
+    bridge = next(address for chain, address in EMITTERS.token_bridge if chain == 2)
+    meta = b"\x02" + b"\x11" * 32 + (2).to_bytes(2, "big") + bytes((18,)) + b"T".ljust(32, b"\0")
+    attestation = DevGuardians().sign(
+        emitter_chain=2,
+        emitter_address=bridge,
+        sequence=9,
+        payload=meta + b"Token".ljust(32, b"\0"),
+    )
+    assert message_key(attestation.to_bytes().hex(), None, EMITTERS) == (attestation.row_key, True)
+    broken = DevGuardians().sign(
+        emitter_chain=2, emitter_address=bridge, sequence=10, payload=b"\x02" + b"\x11" * 5
+    )
+    assert message_key(broken.to_bytes().hex(), None, EMITTERS) == (broken.row_key, False)
 
 
 @dataclass

@@ -1,64 +1,29 @@
-"""ledger-load: an XRPL ledger dump into Cassandra (or SQLite) with Spark executors writing.
-
-Why it is split the way it is: the ledger ETL's checks are of two kinds. Some need the whole
-history before a ledger -- the sequence, the parent hash, the state diff against the key set,
-and the successor rows, which depend on every key that exists before the ledger. Those are
-cheap and run on the driver, in order, with the ETL's own functions
-(:mod:`chainloom.ledger.etl`). The rest need only the ledger itself -- the transaction tree
-root, every transaction and metadata blob, the ``account_tx`` and NFT rows -- and, with the
-writes, are where the time goes. The driver cuts the dump into batches of consecutive ledgers,
-each batch into ``--partitions`` ranges, and ships every ledger with its precomputed successor
-rows to the executors, which check and write their range through
-:class:`~chainloom.ledger.backend.BackendInterface` and flush it without touching the range.
-
-The ``ledger_range`` fence moves only on the driver, ledger by ledger in order, once every
-partition of a batch has reported: a failed or killed job leaves written-but-invisible rows
-(exactly what a crashed ETL leaves), and a rerun resumes after the stored range, rebuilding the
-key set from the store as the ETL does, and rewrites those ledgers (every write is an
-idempotent upsert). So the tables come out identical to the sequential ETL's.
-
-The first ledger of an empty store (the full state) is written and committed by the driver
-before any executor starts: a backend writes ``diff`` rows only once a range exists.
-
-Settings come from two models: the database from the ledger settings, read as ``chainloom
-ledger load`` reads them (``--config`` / ``$CHAINLOOM_LEDGER_CONFIG``), and the SparkSession
-from the jobs' shared ``spark`` settings through :func:`chainloom_spark.session.job_session`,
-as every job builds it (``$CHAINLOOM_SPARK_CONFIG``, ``CHAINLOOM_SPARK__...``, ``--master``).
-
-SQLite: executors' writers to one file take turns on its write lock (each ledger is one
-transaction), so a SQLite load gains nothing from more partitions; it is for local runs.
-"""
+"""ledger-load's driver: the history-dependent checks and successor rows in order, batches of
+ledger ranges handed to the executors, and the ``ledger_range`` fence moved ledger by ledger
+once a batch's partitions have reported."""
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from chainloom.errors import ConflictError
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.config import LedgerSettings
 from chainloom.ledger.errors import (
     BackendError,
-    LedgerConfigError,
     LedgerError,
     LedgerInputError,
     LedgerIntegrityError,
 )
 from chainloom.ledger.etl import (
-    SourceLedger,
     apply_diff,
     check_next_header,
-    check_transactions,
     classify_diff,
-    diff_rows,
-    parse_header,
     prepare_initial,
     resume_point,
     state_after_diff,
@@ -69,6 +34,13 @@ from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import LedgerHeader
 from chainloom.settings import load_settings
 from chainloom_spark.errors import JobArgumentError
+from chainloom_spark.jobs.ledger_load.arguments import (
+    DEFAULT_BATCH,
+    JOB,
+    ledger_settings,
+    parser,
+)
+from chainloom_spark.jobs.ledger_load.tasks import LedgerTask, PartitionReport, write_partition
 from chainloom_spark.progress import Progress, ProgressCounters
 from chainloom_spark.runner import record_counts, run_job, setup_logging, stage, traced_job
 from chainloom_spark.session import job_session
@@ -80,44 +52,8 @@ if TYPE_CHECKING:
 
     from chainloom.ledger.successor import SuccessorTracker
 
+
 LOG = logging.getLogger("chainloom_spark.ledger_load")
-
-JOB = "ledger-load"
-"""The job's name."""
-
-DEFAULT_BATCH = 64
-"""Ledgers per Spark job: the fence moves after each; two batches bound the driver's memory."""
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerTask:
-    """One ledger as shipped to an executor."""
-
-    ledger: SourceLedger
-    """The dump's record (header, transactions, state diff)."""
-    successors: list[tuple[bytes, bytes]]
-    """Its successor rows, computed by the driver from the state before it."""
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionReport:
-    """What an executor did with one range of ledgers."""
-
-    first: int
-    """The range's first ledger."""
-    last: int
-    """The range's last ledger."""
-    written_through: int
-    """Every ledger from ``first`` up to this one is written and flushed (``first - 1``:
-    none)."""
-    transactions: int
-    """Transactions written."""
-    objects: int
-    """Object versions written."""
-    refused: str | None = None
-    """Why the ledger after ``written_through`` was refused (bad input)."""
-    unavailable: str | None = None
-    """Why the database failed (an outage)."""
 
 
 @dataclass(slots=True)
@@ -172,85 +108,6 @@ class LoadSummary:
             f"{self.ledgers} ledgers, {self.transactions} transactions, {self.objects} "
             f"objects in {self.seconds:.1f} s ({self.ledgers_per_second:.1f} ledgers/s)"
         )
-
-
-# ---------------------------------------------------------------------- executors
-
-
-_BACKENDS: dict[str, BackendInterface] = {}
-"""One open backend per executor process and database (Python workers are reused)."""
-
-
-def _executor_backend(settings: LedgerSettings) -> BackendInterface:
-    key = settings.database.model_dump_json()
-    backend = _BACKENDS.get(key)
-    if backend is None:
-        backend = open_backend(settings)
-        _BACKENDS[key] = backend
-    # A range exists (the driver committed the first ledger); reading it makes the backend
-    # write the ``diff`` rows a later ledger has.
-    backend.hard_fetch_ledger_range()
-    return backend
-
-
-def write_partition(
-    settings: LedgerSettings,
-) -> Callable[[Iterable[LedgerTask]], Iterator[PartitionReport]]:
-    """The executor side: check and write a range of ledgers, flush, report."""
-
-    def run(tasks: Iterable[LedgerTask]) -> Iterator[PartitionReport]:
-        batch = list(tasks)
-        if not batch:
-            return
-        first = parse_header(batch[0].ledger.header).sequence
-        last = first + len(batch) - 1
-        written = current = first - 1
-        transactions = objects = 0
-        per_ledger_commit = settings.database.type == "sqlite"
-        backend: BackendInterface | None = None
-        try:
-            backend = _executor_backend(settings)
-            for task in batch:
-                current += 1
-                header = parse_header(task.ledger.header)
-                checked = check_transactions(header, task.ledger)
-                prepared = diff_rows(header, task.ledger, task.successors, checked=checked)
-                try:
-                    write_rows(backend, prepared)
-                    if per_ledger_commit:
-                        backend.flush_writes()
-                except BaseException:
-                    backend.abandon_writes()
-                    raise
-                if per_ledger_commit:
-                    written = header.sequence
-                transactions += len(prepared.transactions)
-                objects += len(prepared.objects)
-            backend.flush_writes()
-            written = last
-        except BackendError as failed:
-            yield PartitionReport(
-                first, last, written, transactions, objects, unavailable=str(failed)
-            )
-            return
-        except LedgerError as refused:
-            try:
-                if backend is not None:
-                    backend.flush_writes()
-                    written = current - 1
-            except BackendError as failed:
-                yield PartitionReport(
-                    first, last, written, transactions, objects, unavailable=str(failed)
-                )
-                return
-            yield PartitionReport(first, last, written, transactions, objects, refused=str(refused))
-            return
-        yield PartitionReport(first, last, written, transactions, objects)
-
-    return run
-
-
-# ---------------------------------------------------------------------- driver
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,63 +328,6 @@ class LedgerWriteConflictError(LedgerError, ConflictError):
     """Another writer moved the range while this job wrote (exit 3)."""
 
 
-# ---------------------------------------------------------------------- entry point
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so a bad flag is exit 2 through run_job."""
-
-    def error(self, message: str) -> NoReturn:
-        raise JobArgumentError(f"{self.prog}: {message}")
-
-
-def parser() -> argparse.ArgumentParser:
-    """The job's command line."""
-    parser = _Parser(prog=JOB, description="Load an XRPL ledger dump with Spark executors.")
-    parser.add_argument("--input", required=True, type=Path, help="The ledger dump (JSON lines).")
-    parser.add_argument("--config", help="A ledger settings YAML file (CHAINLOOM_LEDGER_CONFIG).")
-    parser.add_argument("--backend", choices=["sqlite", "cassandra"], help="database.type")
-    parser.add_argument("--sqlite", help="database.sqlite.path")
-    parser.add_argument("--cassandra-hosts", help="host[:port],... (database.cassandra.hosts)")
-    parser.add_argument("--keyspace", help="database.cassandra.keyspace")
-    parser.add_argument(
-        "--replication-factor", type=int, help="database.cassandra.replication_factor"
-    )
-    parser.add_argument(
-        "--partitions", type=int, help="Ledger ranges per batch (default: Spark's parallelism)."
-    )
-    parser.add_argument(
-        "--batch", type=int, default=DEFAULT_BATCH, help="Ledgers per Spark job (fence step)."
-    )
-    parser.add_argument("--verify-state", action="store_true", help="Check every account_hash.")
-    parser.add_argument(
-        "--master", help="Spark master (spark.master; default: spark-submit's, else local[*])."
-    )
-    return parser
-
-
-def ledger_settings(args: argparse.Namespace) -> LedgerSettings:
-    """The flags over ``--config`` and the environment, as ``chainloom ledger load`` reads
-    them."""
-    flags: dict[str, Any] = {
-        "database.type": args.backend,
-        "database.sqlite.path": args.sqlite,
-        "database.cassandra.keyspace": args.keyspace,
-        "database.cassandra.replication_factor": args.replication_factor,
-    }
-    if args.cassandra_hosts:
-        hosts: list[str] = []
-        for entry in args.cassandra_hosts.split(","):
-            host, _, port = entry.strip().partition(":")
-            if port:
-                if not port.isdigit():
-                    raise LedgerConfigError(f"--cassandra-hosts: bad port in {entry!r}")
-                flags["database.cassandra.port"] = int(port)
-            hosts.append(host)
-        flags["database.cassandra.hosts"] = hosts
-    return load_settings(LedgerSettings, config_file=args.config, flags=flags)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the job; the exit code of the project's table (0, 1, 2, 3, 4)."""
     setup_logging()
@@ -571,7 +371,3 @@ def _load(argv: list[str] | None) -> int:
             LOG.info("%s: %s", JOB, load.summary.line())
         backend.close()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,8 @@
+"""``python -m chainloom_spark.jobs.export ARGS``: the job's main, imported by its module name,
+so tasks reference functions by module."""
+
+import sys
+
+from chainloom_spark.jobs.export.driver import main
+
+sys.exit(main(sys.argv[1:]))
