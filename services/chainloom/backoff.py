@@ -51,6 +51,11 @@ class Backoff:
             return self.maximum if self.initial > 0 else 0.0
         return min(self.maximum, grown)
 
+    def after_failures(self, failures: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after ``failures`` failed attempts so far (1: the first failure),
+        as :meth:`delay` of attempt ``failures - 1``; 0 failures wait as one."""
+        return self.delay(max(0, failures - 1), rng)
+
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait before retry ``attempt`` (0-based), jittered with ``rng``.
 

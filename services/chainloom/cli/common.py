@@ -193,5 +193,3 @@ def resolve_vectors_file(given: Path | None, name: str, *, option: str = "--vect
     if not isinstance(data, list):
         raise InputFileError(str(chosen), "not a list of test vectors", option=option)
     return chosen
-
-
