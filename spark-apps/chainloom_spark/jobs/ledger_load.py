@@ -52,7 +52,6 @@ from chainloom.ledger.errors import (
     LedgerIntegrityError,
 )
 from chainloom.ledger.etl import (
-    SourceLedger,
     apply_diff,
     check_next_header,
     check_transactions,
@@ -65,6 +64,7 @@ from chainloom.ledger.etl import (
     write_rows,
 )
 from chainloom.ledger.service import open_backend
+from chainloom.ledger.sources.base import SourceLedger
 from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import LedgerHeader
 from chainloom.settings import load_settings
