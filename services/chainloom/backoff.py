@@ -7,6 +7,11 @@ timeout). Attempts count from 0, the wait after the first failure.
 With ``jitter`` *j* the wait is drawn uniformly from ``[ceiling * (1 - j), ceiling)``, where
 ``ceiling = min(maximum, initial * multiplier ** attempt)``: many clients that failed together
 do not retry in lock-step, and no wait exceeds ``maximum``.
+
+Settings describe a schedule with :class:`chainloom.settings.BackoffSettings` (services give
+their own defaults in subclasses: the spy reconnect, the indexer's store retries, the public
+API's rounds, the operator's reconciles) and turn it into this type with ``schedule()``; code
+that needs a fixed schedule builds one here. No other backoff type exists.
 """
 
 from __future__ import annotations
