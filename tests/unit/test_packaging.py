@@ -109,7 +109,9 @@ def test_the_wheel_holds_only_the_product(tmp_path) -> None:
     tops = {name.split("/", 1)[0] for name in names if not name.startswith("chainloom-")}
     assert tops == {"chainloom", "chainloom_operator", "chainloom_spark"}
     for name in names:
-        assert not name.startswith(("chainloom_dev", "chainloom/stack/", "chainloom/testing/")), name
+        assert not name.startswith(("chainloom_dev", "chainloom/stack/", "chainloom/testing/")), (
+            name
+        )
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     declared = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "chainloom-dev" not in declared
