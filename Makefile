@@ -1,5 +1,5 @@
 # Plain targets over plain scripts: read scripts/ to see exactly what each one does.
-.PHONY: setup test unit demo demo-cluster stack-up stack-down stack-status lint format bench clean
+.PHONY: setup test unit demo demo-cluster stack-up stack-down stack-status lint format generate generate-check bench clean
 
 setup:          ## create .venv and install chainloom with its dev tools
 	scripts/setup
@@ -30,6 +30,12 @@ lint:
 
 format:
 	.venv/bin/ruff format . && .venv/bin/ruff check --fix .
+
+generate:       ## every code generator (gRPC modules, settings reference, CRDs, contract artifacts)
+	scripts/generate
+
+generate-check: ## fail if committed generated output is stale (scripts/test's lint runs it)
+	scripts/generate --check
 
 bench:          ## the benchmarks in bench/ (figures go into docs/performance.md)
 	scripts/bench

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from chainloom.spy.client import Backoff, SpyClient
+from chainloom.backoff import Backoff
+from chainloom.spy.client import SpyClient
 from tests.ingest_support import signed_transfer
 
-FAST = Backoff(initial=0.05, maximum=0.2)
+FAST = Backoff(initial=0.05, maximum=0.2, jitter=0.5)
 """Reconnection backoff short enough for tests."""
 
 

@@ -1,8 +1,9 @@
 """Creating, checking and dropping a BackendTable's schema with the services' own code.
 
 Bigtable goes through the event store's administration functions (create missing tables and
-families, report drift, never alter what exists); Cassandra through the ledger backend's
-``schema_statements`` (Clio's tables, ``IF NOT EXISTS``) and ``system_schema`` for what is
+families, report drift, never alter what exists); Cassandra through the ledger's own
+connection and schema modules (:mod:`chainloom.ledger.cassandra_session`, Clio's tables from
+:mod:`chainloom.ledger.cassandra_schema`, ``IF NOT EXISTS``) and ``system_schema`` for what is
 there. How the live schema differs is decided by the pure diffs in
 :mod:`chainloom_operator._render.tables`. Every outage becomes a
 :class:`~chainloom_operator.errors.BackendUnavailableError`, which the handlers retry with
@@ -18,13 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from cassandra import DriverException
-from cassandra.cluster import Cluster, NoHostAvailable, Session
+from cassandra.cluster import NoHostAvailable, Session
 
 from chainloom.eventstore import bigtable as store
 from chainloom.eventstore.config import EventStoreSettings
 from chainloom.eventstore.errors import EventStoreError, StoreUnavailableError
 from chainloom.eventstore.service import locate
-from chainloom.ledger.cassandra import TABLE_NAMES, schema_statements
+from chainloom.ledger.cassandra_schema import TABLE_NAMES
+from chainloom.ledger.cassandra_session import connect, create_schema, endpoint
 from chainloom.settings import BigtableSettings, CassandraSettings
 from chainloom_operator._render.tables import (
     LiveKeyspace,
@@ -100,13 +102,10 @@ def _ensure_bigtable(settings: BigtableSettings) -> SchemaOutcome:
 
 @contextmanager
 def _session(settings: CassandraSettings) -> Iterator[Session]:
-    where = f"{','.join(settings.hosts)}:{settings.port}"
-    cluster = Cluster(list(settings.hosts), port=settings.port,
-                      protocol_version=settings.protocol_version)  # fmt: skip
+    where = endpoint(settings)
     try:
-        session = cluster.connect()
+        cluster, session = connect(settings)
     except (NoHostAvailable, DriverException, OSError) as error:
-        cluster.shutdown()
         raise BackendUnavailableError(f"Cassandra at {where} unreachable: {error}") from None
     try:
         yield session
@@ -133,10 +132,7 @@ def _ensure_cassandra(settings: CassandraSettings) -> SchemaOutcome:
     expected = cassandra_tables(settings, TABLE_NAMES)
     with _session(settings) as session:
         before = _live_keyspace(session, settings.keyspace)
-        for statement in schema_statements(
-            settings.keyspace, settings.replication_factor, settings.table_prefix
-        ):
-            session.execute(statement, timeout=SCHEMA_TIMEOUT)
+        create_schema(session, settings, SCHEMA_TIMEOUT)
         after = _live_keyspace(session, settings.keyspace)
     existing = before.tables if before is not None else frozenset()
     created = tuple(t for t in expected if t not in existing)

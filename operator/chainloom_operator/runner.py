@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 import random
 import threading
@@ -25,7 +26,7 @@ from chainloom_operator.config import OperatorSettings
 from chainloom_operator.errors import ApiUnavailableError
 from chainloom_operator.metrics import OperatorMetrics
 
-__all__ = ["RunningOperator", "run", "start_in_thread", "start_metrics"]
+__all__ = ["OutageInOneLine", "RunningOperator", "run", "start_in_thread", "start_metrics"]
 assert _handlers.FINALIZER  # imported for its handlers' registration
 
 
@@ -42,6 +43,26 @@ def start_metrics(
             metrics.shutdown()
             raise
     return metrics
+
+
+class OutageInOneLine(logging.Filter):
+    """Keeps an unreachable API server to one log line per event, without tracebacks.
+
+    kopf logs the observer that gave up with the client's traceback, and a discovery task it
+    leaves behind ends as asyncio's "Task exception was never retrieved"; :func:`run` already
+    reports the outage in one line (exit 4). Connection errors lose their traceback and the
+    orphaned task's report is dropped; any other exception (a handler's bug) keeps its own.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if not isinstance(error, aiohttp.ClientConnectionError):
+            return True
+        if record.name == "asyncio":
+            return False
+        record.exc_info = None
+        record.exc_text = None
+        return True
 
 
 def _options(settings: OperatorSettings, metrics: OperatorMetrics) -> dict[str, object]:
@@ -74,6 +95,10 @@ def run(
     # passes no longer count them, so they run as often as the operator's own garbage needs
     # and reference cycles left by finished reconciles are freed before they pile up.
     gc.freeze()
+    outage_filter = OutageInOneLine()
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(outage_filter)
     try:
         kopf.run(**_options(settings, metrics))  # type: ignore[arg-type]
     except aiohttp.ClientConnectionError as error:  # kopf's own client, after its retries

@@ -7,6 +7,11 @@ timeout). Attempts count from 0, the wait after the first failure.
 With ``jitter`` *j* the wait is drawn uniformly from ``[ceiling * (1 - j), ceiling)``, where
 ``ceiling = min(maximum, initial * multiplier ** attempt)``: many clients that failed together
 do not retry in lock-step, and no wait exceeds ``maximum``.
+
+Settings describe a schedule with :class:`chainloom.settings.BackoffSettings` (services give
+their own defaults in subclasses: the spy reconnect, the indexer's store retries, the public
+API's rounds, the operator's reconciles) and turn it into this type with ``schedule()``; code
+that needs a fixed schedule builds one here. No other backoff type exists.
 """
 
 from __future__ import annotations
@@ -50,6 +55,11 @@ class Backoff:
         except OverflowError:  # far past the maximum (a long outage); only 0 stays 0
             return self.maximum if self.initial > 0 else 0.0
         return min(self.maximum, grown)
+
+    def after_failures(self, failures: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after ``failures`` failed attempts so far (1: the first failure),
+        as :meth:`delay` of attempt ``failures - 1``; 0 failures wait as one."""
+        return self.delay(max(0, failures - 1), rng)
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait before retry ``attempt`` (0-based), jittered with ``rng``.

@@ -11,9 +11,10 @@ as ``spark`` in :mod:`chainloom.settings.registry` (``chainloom config schema sp
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from chainloom.ledger.config import DatabaseSettings
 from chainloom.settings import (
@@ -23,6 +24,28 @@ from chainloom.settings import (
     ServiceSettings,
 )
 from chainloom.settings.parts import Part
+
+MASTER_FORMS = (
+    re.compile(r"local"),
+    re.compile(r"local\[(\*|[1-9][0-9]*)\]"),
+    re.compile(r"local\[(\*|[1-9][0-9]*)\s*,\s*[1-9][0-9]*\]"),
+    re.compile(r"local-cluster\[\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*\]"),
+    re.compile(r"spark://[^\s/:,]+:[0-9]+(,[^\s/:,]+:[0-9]+)*"),
+    re.compile(r"k8s://\S+"),
+    re.compile(r"yarn"),
+)
+"""The master URLs Spark's ``SparkContext`` accepts (the forms of its task-scheduler factory),
+in ASCII digits: checked before a job touches a table, so a typo is a setting error, not a
+Java stack trace after the tables were created."""
+
+
+def check_master(master: str) -> None:
+    """Raise ValueError unless ``master`` is empty (spark-submit's choice) or a Spark master."""
+    if master and not any(form.fullmatch(master) for form in MASTER_FORMS):
+        raise ValueError(
+            f"{master!r} is not a Spark master: local, local[N], local[*], local[N,F], "
+            "local-cluster[N,C,M], spark://host:port, k8s://URL or yarn"
+        )
 
 
 class SparkSettings(Part):
@@ -47,6 +70,12 @@ class SparkSettings(Part):
         default_factory=dict,
         description="Extra Spark configuration (key -> value), applied last.",
     )
+
+    @field_validator("master")
+    @classmethod
+    def _a_spark_master(cls, master: str) -> str:
+        check_master(master)
+        return master
 
 
 class WriterSettings(Part):

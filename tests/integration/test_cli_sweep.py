@@ -30,6 +30,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -462,8 +463,8 @@ def run(case: Case, scratch: Path, dump: Path) -> Result:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory, vectors_dir: Path) -> dict[str, Result]:
-    """Every case's result, run by a pool of processes (one pool for the whole module)."""
+def scratch_dump(tmp_path_factory: pytest.TempPathFactory, vectors_dir: Path) -> tuple[Path, Path]:
+    """A scratch directory for the cases' working directories, and a one-ledger dump."""
     scratch = tmp_path_factory.mktemp("sweep")
     dump = scratch / DUMP
     subprocess.run(
@@ -475,6 +476,13 @@ def results(tmp_path_factory: pytest.TempPathFactory, vectors_dir: Path) -> dict
         capture_output=True,
         timeout=CASE_TIMEOUT,
     )
+    return scratch, dump
+
+
+@pytest.fixture(scope="module")
+def results(scratch_dump: tuple[Path, Path]) -> dict[str, Result]:
+    """Every case's result, run by a pool of processes (one pool for the whole module)."""
+    scratch, dump = scratch_dump
     # Unreachable-server cases mostly wait on client deadlines: start them first, with more
     # threads than cores, so the waits overlap the CPU-bound short cases.
     ordered = sorted(ALL_CASES, key=lambda case: UNAVAILABLE not in case.expected)
@@ -530,3 +538,187 @@ def test_an_interrupted_command_exits_130_in_one_line(signum: signal.Signals, tm
     assert process.returncode == 130, first + rest
     assert "Traceback" not in rest
     assert rest.rstrip().splitlines()[-1] == "interrupted"
+
+
+# ------------------------------------------------------------------- documented exit codes
+
+SECRET = "sweep-password"
+"""A password in the URLs of the cases below: it must never be shown."""
+
+DOCUMENTED_CASES = [
+    Case(
+        "spark run: --master not a Spark master",
+        ("spark", "run", "--master", "local[x]", "vaa-ingest", "--input", TEXT, "--table", "t"),
+        frozenset({BAD_INPUT}),
+        must_name="--master",
+    ),
+    Case(
+        "spark run: $CHAINLOOM_SPARK__MASTER not a Spark master",
+        ("spark", "run", "vaa-ingest", "--input", TEXT, "--table", "t"),
+        frozenset({BAD_INPUT}),
+        must_name="spark.master",
+        env=(("CHAINLOOM_SPARK__MASTER", "local[0]"),),
+    ),
+    Case(
+        "events scan: --from-seq after --to-seq",
+        ("events", "scan", "--chain", "2", "--from-seq", "10", "--to-seq", "5"),
+        frozenset({BAD_INPUT}),
+        must_name="--from-seq 10 is after --to-seq 5",
+    ),
+    Case(
+        "events counts: --from after --to",
+        ("events", "counts", "--from", "2023-01-05", "--to", "2023-01-01"),
+        frozenset({BAD_INPUT}),
+        must_name="--from 2023-01-05 is after --to 2023-01-01",
+    ),
+    Case(
+        "relayer work: --redis-url with a password unreachable",
+        (
+            "relayer",
+            "work",
+            "--chain",
+            "2",
+            "--wallet-file",
+            WALLET,
+            "--redis-url",
+            f"redis://:{SECRET}@{CLOSED}/0",
+        ),
+        frozenset({UNAVAILABLE}),
+        must_name=str(CLOSED_PORT),
+    ),
+    *(
+        Case(
+            f"{' '.join(argv)}: {where} {url}",
+            (*argv, *(["--redis-url", url] if where == "--redis-url" else [])),
+            frozenset({BAD_INPUT}),
+            must_name="redis.url",
+            env=(("CHAINLOOM_REDIS__URL", url),) if where == "env" else (),
+        )
+        for argv in (("config", "show", "--service", "relayer"), ("relayer", "queues"))
+        for where in ("env", "--redis-url")
+        if not (where == "--redis-url" and argv[0] == "config")
+        for url in (
+            f"redis://:{SECRET}@127.0.0.1:notaport/0",
+            f"redis://:{SECRET}@127.0.0.1:99999/0",
+            "http://127.0.0.1:6379/0",
+            "redis://127.0.0.1:6379/zz",
+        )
+    ),
+]
+"""Invocations whose exit code once contradicted docs/exit-codes.md (issue 23 §8)."""
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in DOCUMENTED_CASES])
+def test_exits_with_the_documented_code(case: Case, scratch_dump: tuple[Path, Path]) -> None:
+    result = run(case, *scratch_dump)
+    shown = f"chainloom {' '.join(case.argv)}\n--- exit {result.code} ---\n{result.output[-3000:]}"
+    assert result.code in case.expected, f"expected exit {sorted(case.expected)}:\n{shown}"
+    assert "Traceback" not in result.output, shown
+    assert len(result.output.strip().splitlines()) == 1, shown
+    assert case.must_name is not None
+    assert case.must_name in result.output, shown
+    assert SECRET not in result.output, shown
+
+
+def test_a_settings_file_with_a_bad_redis_url_is_refused_naming_the_field(tmp_path: Path):
+    """The file layer goes through the same check as the environment and the flags."""
+    config = tmp_path / "relayer.yaml"
+    config.write_text(f'redis:\n  url: "redis://:{SECRET}@127.0.0.1:99999/0"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_")}
+    for argv in (("config", "show", "--service", "relayer"), ("relayer", "queues")):
+        done = subprocess.run(
+            [sys.executable, "-m", "chainloom", *argv, "--config", str(config)],
+            capture_output=True,
+            text=True,
+            env=env | {"CHAINLOOM_RUN": str(tmp_path)},
+            timeout=CASE_TIMEOUT,
+            check=False,
+        )
+        assert done.returncode == BAD_INPUT, done.stderr
+        assert done.stderr.startswith(f"error: {config}: redis.url: "), done.stderr
+        assert SECRET not in done.stdout + done.stderr
+
+
+def test_relayer_listen_without_redis_keeps_serving_and_is_not_ready(tmp_path: Path):
+    """A listener whose Redis is unreachable stays up and answers /readyz with 503 (so
+    Kubernetes keeps it out of the Service while it retries), and stops cleanly (exit 0)."""
+    import urllib.error
+    import urllib.request
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_")}
+    argv = [
+        "relayer",
+        "listen",
+        "--no-spy",
+        "--rest-port",
+        "0",
+        "--redis-url",
+        f"redis://{CLOSED}/0",
+    ]
+    with subprocess.Popen(
+        [sys.executable, "-m", "chainloom", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env | {"CHAINLOOM_RUN": str(tmp_path)},
+    ) as process:
+        assert process.stderr is not None
+        line = ""
+        while "REST on" not in line:
+            line = process.stderr.readline()
+            assert line, "the listener exited before serving"
+        base = "http://" + line.rsplit(" ", 1)[-1].strip()
+        for look in range(2):  # still there, still not ready, a while later
+            time.sleep(2.0 * look)
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(base + "/readyz", timeout=10)
+            answer.value.close()
+            assert answer.value.code == 503
+            assert process.poll() is None, "the listener stopped while Redis was unreachable"
+        process.send_signal(signal.SIGTERM)
+        _, rest = process.communicate(timeout=CASE_TIMEOUT)
+    assert process.returncode == 0, rest
+    assert "Traceback" not in rest
+
+
+def test_operator_run_against_an_unreachable_api_server_fails_in_one_line(tmp_path: Path):
+    """kopf's retries are logged one line each; the outage ends in one error line, exit 4:
+    no traceback, no "Task exception was never retrieved"."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"https://{CLOSED}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chainloom",
+            "operator",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--liveness",
+            "",
+        ],
+        capture_output=True,
+        text=True,
+        env=env | {"CHAINLOOM_RUN": str(tmp_path)},
+        timeout=180,
+        check=False,
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == UNAVAILABLE, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "never retrieved" not in done.stderr, done.stderr[-3000:]
+    assert lines[-1].startswith("error: the Kubernetes API server is unreachable"), lines[-1]
+    assert all(line.startswith(("20", "error: ")) for line in lines), done.stderr[-3000:]

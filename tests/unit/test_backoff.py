@@ -99,3 +99,8 @@ def test_a_negative_attempt_is_refused():
 def test_a_jittered_delay_without_an_rng_is_refused():
     with pytest.raises(InvalidBackoffError, match="needs an rng"):
         Backoff(initial=1.0, maximum=2.0, jitter=0.5).delay(0)
+
+
+def test_after_failures_counts_the_first_failure_as_attempt_zero():
+    backoff = Backoff(initial=0.5, maximum=100.0)
+    assert [backoff.after_failures(n) for n in (0, 1, 2, 3)] == [0.5, 0.5, 1.0, 2.0]

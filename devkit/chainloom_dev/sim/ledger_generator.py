@@ -31,7 +31,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from chainloom.ledger.errors import LedgerInputError
-from chainloom.ledger.etl import SourceLedger
+from chainloom.ledger.sources.base import SourceLedger
 from chainloom.ledger.types import LedgerHeader, LedgerObject
 from chainloom.ledger.xrpl import binary, hashing, keylets
 from chainloom.ledger.xrpl import fields as sf

@@ -2,8 +2,8 @@
 
 The database adapters (:mod:`chainloom_operator._backends`) create what is missing with the
 services' own schema code (:func:`chainloom.eventstore.bigtable.ensure_schema`,
-:func:`chainloom.ledger.cassandra.schema_statements`) and read back what is there; this module
-says how what is there differs from what chainloom expects. Drift is reported, never repaired
+:func:`chainloom.ledger.cassandra_schema.schema_statements`) and read back what is there; this
+module says how what is there differs from what chainloom expects. Drift is reported, never repaired
 by dropping anything: a missing table or family is created, an unexpected one is only named.
 """
 

@@ -36,9 +36,9 @@ from chainloom.cli.common import (
     ExitCode,
     describe_decode_error,
     describe_os_error,
-    redact_url,
 )
 from chainloom.errors import ChainloomError, ConflictError, UnavailableError
+from chainloom.urls import redact_url
 
 DEBUG_ENV = "CHAINLOOM_DEBUG"
 """Set to ``1`` to print the traceback of an unexpected error (the exit code is unchanged)."""

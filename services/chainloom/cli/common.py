@@ -193,19 +193,3 @@ def resolve_vectors_file(given: Path | None, name: str, *, option: str = "--vect
     if not isinstance(data, list):
         raise InputFileError(str(chosen), "not a list of test vectors", option=option)
     return chosen
-
-
-def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, for messages and logs."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "<a malformed URL>" if "@" in url else url
-    if password is None:
-        return url
-    host = parts.hostname or ""
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}{port}"))

@@ -366,6 +366,8 @@ def scan(
     """List a chain's (or one emitter's) messages by sequence."""
     from chainloom.eventstore.queries import EventReader
 
+    if from_seq > to_seq:
+        fail(f"--from-seq {from_seq} is after --to-seq {to_seq}")
     chosen = [f.strip() for f in families.split(",") if f.strip()] if families else None
     chain_id = _chain(chain)
     with _store_errors(), _open(ctx) as tables:

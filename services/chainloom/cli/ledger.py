@@ -158,23 +158,13 @@ def load(
     **options: Any,
 ) -> None:
     """Load a ledger dump (or a gRPC source) into the backend, resuming where it stopped."""
-    from chainloom.ledger.errors import LedgerInputError
-    from chainloom.ledger.etl import LedgerEtl, LedgerSource
+    from chainloom.ledger.etl import LedgerEtl
+    from chainloom.ledger.service import open_source
     from chainloom.telemetry import setup as setup_telemetry
 
-    source: LedgerSource
-    if (dump is None) == (grpc_address is None):
-        raise LedgerInputError("give either a DUMP file or --grpc HOST:PORT")
-    if dump is not None:
+    if dump is not None and grpc_address is None:
         check_input_file(dump, option="DUMP")
-        from chainloom.ledger.sources.file import FileLedgerSource
-
-        source = FileLedgerSource(dump)
-    else:
-        from chainloom.ledger.sources.grpc import GrpcLedgerSource
-
-        assert grpc_address is not None
-        source = GrpcLedgerSource(grpc_address, start=start)
+    source = open_source(dump=dump, grpc=grpc_address, start=start)
     last_report = [0.0]
 
     def report(progress: Progress) -> None:

@@ -38,6 +38,12 @@ def spark() -> None:
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
 def run(job: str, master: str | None, job_args: tuple[str, ...]) -> None:
     """Run JOB here (a local Spark driver); every other flag is the job's (docs/spark.md)."""
+    from chainloom_spark.settings import check_master
+
+    try:
+        check_master(master or "")
+    except ValueError as error:
+        fail(f"--master: {error}")
     if importlib.util.find_spec("pyspark") is None:
         fail("pyspark is not installed: pip install 'chainloom[spark]'")
     from chainloom_spark.jobs import job_main

@@ -38,6 +38,7 @@ from chainloom.settings import (
     ServiceSettings,
 )
 from chainloom.settings.emitters import EmitterSettings
+from chainloom.settings.gaps import GapRecoverySettings
 from chainloom.settings.parts import Part
 
 
@@ -112,41 +113,15 @@ class ProbeSettings(Part):
     port: int = Field(default=4301, ge=0, le=65535, description="TCP port (0 picks a free one).")
 
 
-class GapSettings(Part):
-    """Gap detection: per emitter, the sequences never seen, fetched once overdue."""
+class GapSettings(GapRecoverySettings):
+    """Gap detection: per emitter, the sequences never seen, fetched once overdue (the shared
+    recovery settings, plus the indexer's switch and the saving of its gap state). Gaps given
+    up past max_gaps are counted in chainloom_indexer_gaps_given_up_total."""
 
     enabled: bool = Field(
         default=True,
         description="Track sequences and keep the open gaps in the index table's gaps: rows "
         "(false: neither; nothing is fetched either).",
-    )
-    grace: float = Field(
-        default=30.0,
-        ge=0,
-        description="Seconds a gap must stay open before it is fetched (VAAs arrive out of "
-        "order by seconds; a gap that closes by itself is never fetched).",
-    )
-    check_interval: float = Field(
-        default=5.0, gt=0, description="Seconds between looks for overdue gaps."
-    )
-    retry_after: float = Field(
-        default=60.0,
-        ge=0,
-        description="Seconds before a sequence that was not found (or whose fetch failed) is "
-        "asked for again; it stays listed meanwhile, with its attempts and last error.",
-    )
-    per_round: int = Field(
-        default=100,
-        ge=1,
-        le=100_000,
-        description="Most sequences fetched per look (one call after another, each bounded by "
-        "public_rpc.timeout and public_rpc.rounds).",
-    )
-    max_gaps: int = Field(
-        default=10_000,
-        ge=1,
-        description="Most open gaps (ranges) kept per emitter; past it the lowest is given up "
-        "and counted (chainloom_indexer_gaps_given_up_total).",
     )
     state_interval: float = Field(
         default=5.0,

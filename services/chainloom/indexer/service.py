@@ -29,7 +29,7 @@ from chainloom.indexer.pipeline import Pipeline, PipelineBounds, SequenceObserve
 from chainloom.indexer.probes import ProbeServer
 from chainloom.indexer.store import EventWriterStore
 from chainloom.publicrpc import EndpointConfigError, PublicRpcClient
-from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.client import SpyClient
 from chainloom.spy.errors import SpyError
 from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import SignatureCache, all_known_emitters
@@ -55,14 +55,11 @@ class Started:
 def spy_client(settings: IndexerSettings) -> SpyClient:
     """The relayer's spy client, with the indexer's filters, buffer and reconnect schedule."""
     spy = settings.spy
-    reconnect = spy.reconnect
     try:
         return SpyClient(
             spy.address,
             [EmitterKey(e.chain, bytes.fromhex(e.address)) for e in spy.emitters],
-            backoff=Backoff(
-                reconnect.initial, reconnect.maximum, reconnect.multiplier, reconnect.jitter
-            ),
+            backoff=spy.reconnect.schedule(),
             buffer_size=spy.buffer,
             overflow=spy.overflow,
         )

@@ -3,7 +3,9 @@
 Why it looks the way it does:
 
 * **The 13 tables are Clio's, verbatim** (XRPLF/clio ``src/data/cassandra/Schema.hpp``), so a
-  keyspace written here can be read by Clio's tools and the other way round.
+  keyspace written here can be read by Clio's tools and the other way round. They live in
+  :mod:`chainloom.ledger.cassandra_schema`, and the connection is made by
+  :mod:`chainloom.ledger.cassandra_session`, as everyone else who uses this database makes it.
 * **Writes are asynchronous and bounded.** One ledger is a few hundred independent inserts;
   sending them one at a time would make the network round trip the speed limit. Every write
   goes out with ``execute_async`` while a semaphore caps how many are in flight
@@ -27,17 +29,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from cassandra import ConsistencyLevel, InvalidRequest, OperationTimedOut, Unavailable, WriteTimeout
-from cassandra.cluster import (
-    EXEC_PROFILE_DEFAULT,
-    Cluster,
-    ExecutionProfile,
-    NoHostAvailable,
-)
-from cassandra.policies import RoundRobinPolicy, TokenAwarePolicy
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, NoHostAvailable
 from cassandra.query import BatchStatement, BatchType
 
 from chainloom.backoff import Backoff
 from chainloom.ledger.backend import BackendInterface, HistoryKind, range_from_rows
+from chainloom.ledger.cassandra_schema import queries
+from chainloom.ledger.cassandra_session import connect, consistency_of, create_schema, endpoint
 from chainloom.ledger.errors import BackendError, LedgerConfigError
 from chainloom.ledger.types import (
     NFT,
@@ -49,124 +47,6 @@ from chainloom.ledger.types import (
     TransactionAndMetadata,
 )
 from chainloom.settings import CassandraSettings
-
-TABLE_NAMES = (
-    "objects",
-    "transactions",
-    "ledger_transactions",
-    "successor",
-    "diff",
-    "account_tx",
-    "ledgers",
-    "ledger_hashes",
-    "ledger_range",
-    "nf_tokens",
-    "issuer_nf_tokens_v2",
-    "nf_token_uris",
-    "nf_token_transactions",
-)
-"""The 13 tables of Clio's ``Schema.hpp``, in its order."""
-
-
-def schema_statements(keyspace: str, replication_factor: int, prefix: str = "") -> list[str]:
-    """``CREATE KEYSPACE`` and the 13 ``CREATE TABLE`` statements of Clio's ``Schema.hpp``."""
-    t = f"{keyspace}.{prefix}"
-    return [
-        f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
-        f"{{'class': 'SimpleStrategy', 'replication_factor': '{replication_factor}'}} "
-        "AND durable_writes = true",
-        f"CREATE TABLE IF NOT EXISTS {t}objects (key blob, sequence bigint, object blob, "
-        "PRIMARY KEY (key, sequence)) WITH CLUSTERING ORDER BY (sequence DESC)",
-        f"CREATE TABLE IF NOT EXISTS {t}transactions (hash blob PRIMARY KEY, "
-        "ledger_sequence bigint, date bigint, transaction blob, metadata blob)",
-        f"CREATE TABLE IF NOT EXISTS {t}ledger_transactions (ledger_sequence bigint, hash blob, "
-        "PRIMARY KEY (ledger_sequence, hash))",
-        f"CREATE TABLE IF NOT EXISTS {t}successor (key blob, seq bigint, next blob, "
-        "PRIMARY KEY (key, seq))",
-        f"CREATE TABLE IF NOT EXISTS {t}diff (seq bigint, key blob, PRIMARY KEY (seq, key))",
-        f"CREATE TABLE IF NOT EXISTS {t}account_tx (account blob, "
-        "seq_idx tuple<bigint, bigint>, hash blob, PRIMARY KEY (account, seq_idx)) "
-        "WITH CLUSTERING ORDER BY (seq_idx DESC)",
-        f"CREATE TABLE IF NOT EXISTS {t}ledgers (sequence bigint PRIMARY KEY, header blob)",
-        f"CREATE TABLE IF NOT EXISTS {t}ledger_hashes (hash blob PRIMARY KEY, sequence bigint)",
-        f"CREATE TABLE IF NOT EXISTS {t}ledger_range (is_latest boolean PRIMARY KEY, "
-        "sequence bigint)",
-        f"CREATE TABLE IF NOT EXISTS {t}nf_tokens (token_id blob, sequence bigint, owner blob, "
-        "is_burned boolean, PRIMARY KEY (token_id, sequence)) "
-        "WITH CLUSTERING ORDER BY (sequence DESC)",
-        f"CREATE TABLE IF NOT EXISTS {t}issuer_nf_tokens_v2 (issuer blob, taxon bigint, "
-        "token_id blob, PRIMARY KEY (issuer, taxon, token_id)) "
-        "WITH CLUSTERING ORDER BY (taxon ASC, token_id ASC)",
-        f"CREATE TABLE IF NOT EXISTS {t}nf_token_uris (token_id blob, sequence bigint, uri blob, "
-        "PRIMARY KEY (token_id, sequence)) WITH CLUSTERING ORDER BY (sequence DESC)",
-        f"CREATE TABLE IF NOT EXISTS {t}nf_token_transactions (token_id blob, "
-        "seq_idx tuple<bigint, bigint>, hash blob, PRIMARY KEY (token_id, seq_idx)) "
-        "WITH CLUSTERING ORDER BY (seq_idx DESC)",
-    ]
-
-
-def _queries(t: str) -> dict[str, str]:
-    """Every prepared statement (as Clio's ``Schema.hpp`` has them), tables prefixed ``t``."""
-    return {name: query.replace("{t}", t) for name, query in _QUERY_TEMPLATES.items()}
-
-
-_QUERY_TEMPLATES = {
-    # writes
-    "insert_object": "INSERT INTO {t}objects (key, sequence, object) VALUES (?, ?, ?)",
-    "insert_diff": "INSERT INTO {t}diff (seq, key) VALUES (?, ?)",
-    "insert_successor": "INSERT INTO {t}successor (key, seq, next) VALUES (?, ?, ?)",
-    "insert_transaction": "INSERT INTO {t}transactions "
-    "(hash, ledger_sequence, date, transaction, metadata) VALUES (?, ?, ?, ?, ?)",
-    "insert_ledger_transaction": "INSERT INTO {t}ledger_transactions "
-    "(ledger_sequence, hash) VALUES (?, ?)",
-    "insert_account_tx": "INSERT INTO {t}account_tx (account, seq_idx, hash) VALUES (?, ?, ?)",
-    "insert_ledger": "INSERT INTO {t}ledgers (sequence, header) VALUES (?, ?)",
-    "insert_ledger_hash": "INSERT INTO {t}ledger_hashes (hash, sequence) VALUES (?, ?)",
-    "insert_nft": "INSERT INTO {t}nf_tokens (token_id, sequence, owner, is_burned) "
-    "VALUES (?, ?, ?, ?)",
-    "insert_issuer_nft": "INSERT INTO {t}issuer_nf_tokens_v2 (issuer, taxon, token_id) "
-    "VALUES (?, ?, ?)",
-    "insert_nft_uri": "INSERT INTO {t}nf_token_uris (token_id, sequence, uri) VALUES (?, ?, ?)",
-    "insert_nft_tx": "INSERT INTO {t}nf_token_transactions (token_id, seq_idx, hash) "
-    "VALUES (?, ?, ?)",
-    "update_range": "UPDATE {t}ledger_range SET sequence = ? WHERE is_latest = ? "
-    "IF sequence IN (?, null)",
-    # reads
-    "select_successor": "SELECT next FROM {t}successor WHERE key = ? AND seq <= ? "
-    "ORDER BY seq DESC LIMIT 1",
-    "select_diff": "SELECT key FROM {t}diff WHERE seq = ?",
-    "select_successor_first_rows": "SELECT key, seq FROM {t}successor PER PARTITION LIMIT 1",
-    "select_object": "SELECT object, sequence FROM {t}objects WHERE key = ? "
-    "AND sequence <= ? ORDER BY sequence DESC LIMIT 1",
-    "select_transaction": "SELECT transaction, metadata, ledger_sequence, date "
-    "FROM {t}transactions WHERE hash = ?",
-    "select_ledger_transactions": "SELECT hash FROM {t}ledger_transactions "
-    "WHERE ledger_sequence = ?",
-    "select_account_tx_backward": "SELECT hash, seq_idx FROM {t}account_tx "
-    "WHERE account = ? AND seq_idx < ? LIMIT ?",
-    "select_account_tx_forward": "SELECT hash, seq_idx FROM {t}account_tx "
-    "WHERE account = ? AND seq_idx > ? AND seq_idx < ? ORDER BY seq_idx ASC LIMIT ?",
-    "select_nft": "SELECT sequence, owner, is_burned FROM {t}nf_tokens WHERE token_id = ? "
-    "AND sequence <= ? ORDER BY sequence DESC LIMIT 1",
-    "select_nft_uri": "SELECT uri FROM {t}nf_token_uris WHERE token_id = ? "
-    "AND sequence <= ? ORDER BY sequence DESC LIMIT 1",
-    "select_nft_tx_backward": "SELECT hash, seq_idx FROM {t}nf_token_transactions "
-    "WHERE token_id = ? AND seq_idx < ? ORDER BY seq_idx DESC LIMIT ?",
-    "select_nft_tx_forward": "SELECT hash, seq_idx FROM {t}nf_token_transactions "
-    "WHERE token_id = ? AND seq_idx >= ? AND seq_idx < ? ORDER BY seq_idx ASC LIMIT ?",
-    "select_nfts_by_issuer": "SELECT token_id FROM {t}issuer_nf_tokens_v2 "
-    "WHERE issuer = ? AND (taxon, token_id) > (?, ?) "
-    "ORDER BY taxon ASC, token_id ASC LIMIT ?",
-    "select_nfts_by_issuer_taxon": "SELECT token_id FROM {t}issuer_nf_tokens_v2 "
-    "WHERE issuer = ? AND taxon = ? AND token_id > ? "
-    "ORDER BY taxon ASC, token_id ASC LIMIT ?",
-    "select_ledger_by_hash": "SELECT sequence FROM {t}ledger_hashes WHERE hash = ? LIMIT 1",
-    "select_ledger": "SELECT header FROM {t}ledgers WHERE sequence = ?",
-    "select_latest": "SELECT sequence FROM {t}ledger_range WHERE is_latest = true",
-    "select_range": "SELECT is_latest, sequence FROM {t}ledger_range",
-}
-"""Statement texts; ``{t}`` becomes ``keyspace.prefix``."""
-
 
 BATCH_BYTES = 24 * 1024
 """Payload bytes per batch at most, well under Cassandra's 50 KiB ``batch_size_fail_threshold``."""
@@ -311,45 +191,27 @@ class CassandraBackend(BackendInterface):
         super().__init__()
         self._config = config
         self._read_only = read_only
-        consistency = ConsistencyLevel.name_to_value[config.consistency.upper()]
-        profile = ExecutionProfile(
-            load_balancing_policy=TokenAwarePolicy(RoundRobinPolicy()),
-            consistency_level=consistency,
-            serial_consistency_level=ConsistencyLevel.SERIAL,
-            request_timeout=config.request_timeout,
-        )
-        self._cluster = Cluster(
-            list(config.hosts),
-            port=config.port,
-            protocol_version=config.protocol_version,
-            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-        )
+        consistency = consistency_of(config)
+        where = f"Cassandra keyspace {config.keyspace} at {endpoint(config)}"
         try:
-            self._session = self._cluster.connect()
+            self._cluster, self._session = connect(config)
+        except Exception as error:
+            raise BackendError(f"cannot open {where}: {error}") from error
+        try:
             if not read_only:
-                for statement in schema_statements(
-                    config.keyspace, config.replication_factor, config.table_prefix
-                ):
-                    # Schema changes wait for agreement; give them longer than a data request.
-                    self._session.execute(statement, timeout=max(config.request_timeout, 60.0))
+                create_schema(self._session, config)
             prefix = f"{config.keyspace}.{config.table_prefix}"
             self._statements = {
-                name: self._session.prepare(query) for name, query in _queries(prefix).items()
+                name: self._session.prepare(query) for name, query in queries(prefix).items()
             }
         except InvalidRequest as error:
             # The server answered: the keyspace (or a table) is not there. A setting to fix
             # (exit 2), not an outage to wait out.
             self._cluster.shutdown()
-            raise LedgerConfigError(
-                f"cannot open Cassandra keyspace {config.keyspace} at "
-                f"{','.join(config.hosts)}:{config.port}: {error}"
-            ) from error
+            raise LedgerConfigError(f"cannot open {where}: {error}") from error
         except Exception as error:
             self._cluster.shutdown()
-            raise BackendError(
-                f"cannot open Cassandra keyspace {config.keyspace} at "
-                f"{','.join(config.hosts)}:{config.port}: {error}"
-            ) from error
+            raise BackendError(f"cannot open {where}: {error}") from error
         for statement in self._statements.values():
             statement.is_idempotent = True
         self._writes = _WriteQueue(

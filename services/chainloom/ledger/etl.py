@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from opentelemetry import metrics, trace
 
@@ -43,6 +42,7 @@ from chainloom.ledger.nft import (
     nfts_from_object,
     nfts_from_transaction,
 )
+from chainloom.ledger.sources.base import LedgerSource, SourceLedger
 from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.types import (
     AccountTransactionsData,
@@ -96,45 +96,6 @@ def _at(ledger: int | PreparedLedger) -> dict[str, int]:
     """The span attribute naming a ledger."""
     sequence = ledger if isinstance(ledger, int) else ledger.header.sequence
     return {"chainloom.ledger": sequence}
-
-
-@dataclass(frozen=True, slots=True)
-class SourceLedger:
-    """One ledger as a source delivers it."""
-
-    header: bytes
-    """The header: 118 bytes, or 150 with the ledger hash appended."""
-    transactions: tuple[tuple[bytes, bytes], ...]
-    """``(transaction blob, metadata blob)`` pairs."""
-    objects: tuple[LedgerObject, ...]
-    """The full state (``is_full_state``) or the diff to the previous ledger (empty blob =
-    deleted)."""
-    is_full_state: bool
-    """Whether ``objects`` is the complete state (the first ledger) rather than a diff."""
-
-
-class LedgerSource(Protocol):
-    """Where ledgers come from: a dump file, a rippled gRPC endpoint, a replay server."""
-
-    def first_sequence(self) -> int:
-        """The ledger this source offers the full state of (where an empty store starts)."""
-        ...
-
-    def latest_sequence(self) -> int | None:
-        """The newest ledger the source has (for the lag), ``None`` if unknown."""
-        ...
-
-    def fetch_full(self, sequence: int) -> SourceLedger:
-        """Header, transactions and the complete state of ``sequence``."""
-        ...
-
-    def fetch_diff(self, sequence: int) -> SourceLedger | None:
-        """Header, transactions and state diff of ``sequence``; ``None`` if not available yet."""
-        ...
-
-    def close(self) -> None:
-        """Release files or connections."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

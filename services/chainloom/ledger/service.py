@@ -1,8 +1,10 @@
-"""Building the ledger backend from its settings: the one way every entry point opens it.
+"""Building the ledger backend and the ETL's source: the one way every entry point opens them.
 
 The CLI (``chainloom ledger load|range|header|...``), the operator's ETL pods and the Spark
 jobs call :func:`open_backend` with a :class:`~chainloom.ledger.config.LedgerSettings`, so a
 reader opened anywhere refuses writes the same way and a missing SQLite file is the same error.
+:func:`open_source` chooses where ledgers come from (a dump file or rippled's gRPC API), so the
+entry points only say which one they were given.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from typing import Any
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.cassandra import CassandraBackend
 from chainloom.ledger.config import DatabaseSettings, LedgerSettings
-from chainloom.ledger.errors import LedgerConfigError
+from chainloom.ledger.errors import LedgerConfigError, LedgerInputError
+from chainloom.ledger.sources.base import LedgerSource
+from chainloom.ledger.sources.file import FileLedgerSource
+from chainloom.ledger.sources.grpc import GrpcLedgerSource
 from chainloom.ledger.sqlite import SqliteBackend
 
 
@@ -48,3 +53,20 @@ def open_backend(settings: LedgerSettings, *, read_only: bool = False) -> Backen
     if database.read_only and database.type == "sqlite" and not Path(database.sqlite.path).exists():
         raise LedgerConfigError(f"SQLite database {database.sqlite.path} does not exist")
     return make_backend(database)
+
+
+def open_source(
+    *, dump: Path | None = None, grpc: str | None = None, start: int | None = None
+) -> LedgerSource:
+    """The ledger source given: a ``dump`` file, or a rippled gRPC endpoint ``grpc``
+    (host:port) whose first ledger for an empty store is ``start`` (default: its latest).
+
+    Exactly one of ``dump`` and ``grpc`` is given (LedgerInputError otherwise); a dump that
+    cannot be read raises the source's own error.
+    """
+    if (dump is None) == (grpc is None):
+        raise LedgerInputError("give either a DUMP file or --grpc HOST:PORT")
+    if dump is not None:
+        return FileLedgerSource(dump)
+    assert grpc is not None
+    return GrpcLedgerSource(grpc, start=start)

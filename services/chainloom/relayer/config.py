@@ -49,6 +49,7 @@ from chainloom.settings import (
     ServiceSettings,
 )
 from chainloom.settings.emitters import EMITTER_PRESETS, Address32, ChainId, EmitterSettings
+from chainloom.settings.gaps import GapRecoverySettings
 from chainloom.settings.parts import Part
 
 
@@ -147,29 +148,8 @@ class RelayerWorkerSettings(Part):
     )
 
 
-class RecoverySettings(Part):
+class RecoverySettings(GapRecoverySettings):
     """Missed-VAA recovery of the listener (on only when public_rpc.endpoints are set)."""
-
-    grace: float = Field(
-        default=30.0,
-        ge=0,
-        description="Seconds a gap in a relayed emitter's sequences must stay open before it "
-        "is fetched.",
-    )
-    check_interval: float = Field(
-        default=5.0, gt=0, description="Seconds between looks for overdue gaps."
-    )
-    retry_after: float = Field(
-        default=60.0,
-        ge=0,
-        description="Seconds before a sequence not found (or whose fetch failed) is asked again.",
-    )
-    per_round: int = Field(
-        default=100, ge=1, le=100_000, description="Most sequences fetched per look."
-    )
-    max_gaps: int = Field(
-        default=10_000, ge=1, description="Most open gaps (ranges) kept per emitter."
-    )
 
 
 class RelayerSettings(ServiceSettings):

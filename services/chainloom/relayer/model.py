@@ -263,10 +263,6 @@ class RetryPolicy:
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
 
-    def backoff(self, retries: int, rng: random.Random) -> float:
-        """Seconds to wait before attempt ``retries + 1`` (``retries`` >= 1 failures so far)."""
-        return self.schedule.delay(max(0, retries - 1), rng)
-
 
 @dataclass(frozen=True, slots=True)
 class FailureDecision:
@@ -296,7 +292,7 @@ def after_failure(
             request, retries=retries, last_error=error, next_attempt_at=0.0, submission_id=None
         )
         return FailureDecision(Table.FAILED, failed)
-    delay = policy.backoff(retries, rng)
+    delay = policy.schedule.after_failures(retries, rng)
     retried = replace(
         request,
         retries=retries,

@@ -26,6 +26,12 @@ def _fingerprint(protos: list[Path]) -> str:
     return digest.hexdigest()
 
 
+def is_current() -> bool:
+    """Whether the generated code was built from the ``.proto`` files as they are now."""
+    protos = sorted(PROTO_ROOT.rglob("*.proto")) if PROTO_ROOT.exists() else []
+    return _STAMP.exists() and _STAMP.read_text() == _fingerprint(protos)
+
+
 def build(*, force: bool = False, quiet: bool = False) -> bool:
     """Compile every proto under ``proto/``; return True if anything was (re)generated."""
     protos = sorted(PROTO_ROOT.rglob("*.proto")) if PROTO_ROOT.exists() else []
@@ -88,7 +94,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--force", action="store_true", help="regenerate even if up to date")
     parser.add_argument("--quiet", action="store_true", help="print nothing when up to date")
+    parser.add_argument(
+        "--check", action="store_true", help="generate nothing; exit 1 if the code is stale"
+    )
     options = parser.parse_args()
+    if options.check:
+        if not is_current():
+            print(f"rpc.build: {OUT_ROOT} is stale: run scripts/generate", file=sys.stderr)
+            raise SystemExit(1)
+        print(f"rpc.build: {OUT_ROOT} is current", file=sys.stderr)
+        return
     build(force=options.force, quiet=options.quiet)
 
 

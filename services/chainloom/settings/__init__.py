@@ -19,8 +19,8 @@ from chainloom.settings.parts import (
     PublicRpcSettings,
     RedisSettings,
     TelemetrySettings,
-    redact_url,
 )
+from chainloom.urls import redact_url
 
 __all__ = [
     "ENV_PREFIX",

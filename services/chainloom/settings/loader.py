@@ -256,7 +256,12 @@ def _problems(error: ValidationError) -> list[tuple[tuple[int | str, ...], str]]
             what = "unknown key"
         else:
             what = item["msg"]
-            if "input" in item and not isinstance(item["input"], Mapping | list):
+            # A validator's own message says what it got, masked where it is a secret.
+            if (
+                "input" in item
+                and item["type"] != "value_error"
+                and not isinstance(item["input"], Mapping | list)
+            ):
                 what += f" (got {item['input']!r})"
         problems.append((location, what))
     return problems

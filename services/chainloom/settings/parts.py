@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
     BaseModel,
@@ -21,10 +20,12 @@ from pydantic import (
     SecretStr,
     SerializationInfo,
     field_serializer,
+    field_validator,
     model_validator,
 )
 
 from chainloom.backoff import Backoff
+from chainloom.urls import check_redis_url, redact_url
 from chainloom.wormhole import GuardianSets
 
 REVEAL_SECRETS = "reveal_secrets"
@@ -35,16 +36,6 @@ class Part(BaseModel):
     """Base of every settings model: frozen, and unknown keys are an error."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``, for messages and display."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class RedisSettings(Part):
@@ -61,6 +52,12 @@ class RedisSettings(Part):
         description="Prefix of every key the service keeps in this database (services that "
         "version their keys give their own default).",
     )
+
+    @field_validator("url")
+    @classmethod
+    def _usable_url(cls, url: SecretStr) -> SecretStr:
+        check_redis_url(url.get_secret_value())
+        return url
 
     @field_serializer("url")
     def _show_url(self, url: SecretStr, info: SerializationInfo) -> str:

@@ -85,18 +85,38 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
-def update(document: Path) -> bool:
-    """Rewrite the generated part of ``document``; True when it changed."""
+def rendered(document: Path) -> tuple[str, str]:
+    """``document``'s text as it is, and as it is with the generated part rendered afresh."""
     text = document.read_text()
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END + "\n")
-    updated = head + render() + tail
+    return text, head + render() + tail
+
+
+def update(document: Path) -> bool:
+    """Rewrite the generated part of ``document``; True when it changed."""
+    text, updated = rendered(document)
     if updated == text:
         return False
     document.write_text(updated)
     return True
 
 
+def main(arguments: list[str]) -> int:
+    """``python -m chainloom.settings.reference [--check] DOCUMENT...``: rewrite the generated
+    part of each document, or with ``--check`` only report (exit 1) the stale ones."""
+    check = "--check" in arguments
+    stale = False
+    for argument in (a for a in arguments if a != "--check"):
+        document = Path(argument)
+        if check:
+            text, updated = rendered(document)
+            stale = stale or text != updated
+            print(f"{argument}: {'stale' if text != updated else 'current'}")
+        else:
+            print(f"{argument}: {'updated' if update(document) else 'current'}")
+    return 1 if stale else 0
+
+
 if __name__ == "__main__":  # pragma: no cover - a maintenance command
-    for argument in sys.argv[1:]:
-        print(f"{argument}: {'updated' if update(Path(argument)) else 'current'}")
+    sys.exit(main(sys.argv[1:]))

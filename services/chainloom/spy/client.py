@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import grpc
 import grpc.aio
 
-from chainloom.backoff import Backoff as BackoffSchedule
+from chainloom.backoff import Backoff
 from chainloom.rpc.generated.spy.v1 import spy_pb2
 from chainloom.spy.errors import SpyError
 from chainloom.spy.protocol import METHOD_PATH, EmitterKey
@@ -34,33 +34,8 @@ log = logging.getLogger(__name__)
 OVERFLOW_POLICIES = ("block", "drop")
 
 
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Exponential backoff with jitter between reconnection attempts.
-
-    The settings of a :class:`chainloom.backoff.Backoff`, checked here so that bad ones raise
-    :class:`SpyError`.
-    """
-
-    initial: float = 0.1
-    """Delay before the first reconnection, in seconds."""
-    maximum: float = 10.0
-    """Upper bound of any delay, in seconds."""
-    multiplier: float = 2.0
-    """Growth factor per failed attempt."""
-    jitter: float = 0.5
-    """Fraction of the delay that is randomised (0: none, 1: anything from 0 to the delay)."""
-
-    def __post_init__(self) -> None:
-        if self.initial <= 0 or self.maximum < self.initial:
-            raise SpyError("backoff needs 0 < initial <= maximum")
-        if self.multiplier < 1 or not 0 <= self.jitter <= 1:
-            raise SpyError("backoff needs multiplier >= 1 and 0 <= jitter <= 1")
-
-    def delay(self, attempt: int, rng: random.Random) -> float:
-        """The wait before reconnection attempt ``attempt`` (0-based; growth stops at 64)."""
-        schedule = BackoffSchedule(self.initial, self.maximum, self.multiplier, self.jitter)
-        return schedule.delay(min(attempt, 64), rng)
+DEFAULT_RECONNECT = Backoff(initial=0.1, maximum=10.0, jitter=0.5)
+"""Waits between reconnections: 0.1 s doubling up to 10 s, half of each wait random."""
 
 
 @dataclass(slots=True)
@@ -107,7 +82,9 @@ class SpyClient:
         self.overflow = overflow
         self.address = address
         self.filters = tuple(filters)
-        self.backoff = backoff or Backoff()
+        if backoff is not None and backoff.initial <= 0:
+            raise SpyError("a reconnection backoff needs initial > 0 (no reconnecting in a loop)")
+        self.backoff = backoff or DEFAULT_RECONNECT
         self.counters = SpyClientCounters()
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._buffer: asyncio.Queue[bytes] = asyncio.Queue(buffer_size)

@@ -16,6 +16,7 @@ from typing import Any
 
 import redis
 
+from chainloom.backoff import Backoff
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.queries import EventReader
 from chainloom.indexer.config import IndexerSettings
@@ -29,7 +30,7 @@ from chainloom.relayer.recovery import MissedVaaRecovery
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.settings import BigtableSettings, PublicRpcSettings
-from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.client import SpyClient
 from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, parse_vaa
 from chainloom_dev.net import free_port
@@ -215,7 +216,7 @@ def test_one_spy_dropping_fifty_both_the_store_and_the_relayers_incoming_recover
                 spy=SpyClient(
                     spy.address,
                     [EmitterKey(SOURCE_CHAIN, DEV_TOKEN_BRIDGE_EMITTER)],
-                    backoff=Backoff(initial=0.05, maximum=0.5),
+                    backoff=Backoff(initial=0.05, maximum=0.5, jitter=0.5),
                 ),
                 recovery=recovery,
             )

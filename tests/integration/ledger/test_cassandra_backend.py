@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from chainloom.ledger.cassandra import TABLE_NAMES, CassandraBackend
+from chainloom.ledger.cassandra import CassandraBackend
+from chainloom.ledger.cassandra_schema import TABLE_NAMES
 from chainloom.ledger.config import DatabaseSettings
 from chainloom.ledger.errors import BackendError
 from chainloom.ledger.service import make_backend

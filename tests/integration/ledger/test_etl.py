@@ -13,9 +13,10 @@ import pytest
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 from chainloom.ledger.errors import LedgerIntegrityError
-from chainloom.ledger.etl import LedgerEtl, Progress, SourceLedger
+from chainloom.ledger.etl import LedgerEtl, Progress
 from chainloom.ledger.nft import nfts_from_object
 from chainloom.ledger.service import make_backend
+from chainloom.ledger.sources.base import SourceLedger
 from chainloom.ledger.sources.dump import DumpWriter
 from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import LedgerHeader, LedgerObject

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from chainloom.cli.ledger import ledger
-from chainloom.ledger.etl import SourceLedger
+from chainloom.ledger.sources.base import SourceLedger
 from chainloom.ledger.sources.dump import DumpFile
 from chainloom.rpc.generated.org.xrpl.rpc.v1 import (
     get_ledger_data_pb2,

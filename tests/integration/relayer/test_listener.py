@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 import redis
 
+from chainloom.backoff import Backoff
 from chainloom.relayer.intake import Intake, Outcome
 from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import Table
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Rule, Validator
-from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.client import SpyClient
 from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import DEV_NFT_BRIDGE_EMITTER, DEV_TOKEN_BRIDGE_EMITTER, VAA
 from chainloom_dev.sim.sim_chains import InProcessAdapter
@@ -40,7 +41,7 @@ from tests.ingest_support import (
 )
 from tests.integration.relayer.relay_support import private_redis
 
-FAST = Backoff(initial=0.05, maximum=0.2)
+FAST = Backoff(initial=0.05, maximum=0.2, jitter=0.5)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from chainloom.backoff import Backoff
 from chainloom.publicrpc import PublicRpcClient
 from chainloom.relayer.config import RecoverySettings
 from chainloom.relayer.intake import Intake
@@ -19,7 +20,7 @@ from chainloom.relayer.recovery import MissedVaaRecovery
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.settings import PublicRpcSettings
-from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.client import SpyClient
 from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER, parse_vaa
 from chainloom_dev.sim.publicrpc_server import PublicRpcServer, PublicRpcServicer, message_id_of
@@ -33,7 +34,7 @@ from tests.ingest_support import (
     signed_transfer,
 )
 
-FAST = Backoff(initial=0.05, maximum=0.2)
+FAST = Backoff(initial=0.05, maximum=0.2, jitter=0.5)
 EMITTER_HEX = DEV_TOKEN_BRIDGE_EMITTER.hex()
 
 

@@ -8,14 +8,17 @@ import json
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
 import grpc.aio
 import pytest
 
+from chainloom.backoff import Backoff
+from chainloom.errors import InvalidBackoffError
 from chainloom.rpc.generated.spy.v1 import spy_pb2
-from chainloom.spy.client import Backoff, SpyClient
+from chainloom.spy.client import DEFAULT_RECONNECT, SpyClient
 from chainloom.spy.errors import SpyError
 from chainloom.spy.protocol import METHOD_PATH
 from chainloom.wormhole import DEV_TOKEN_BRIDGE_EMITTER
@@ -98,9 +101,11 @@ def test_backoff_grows_exponentially_with_bounded_jitter():
         delays = [backoff.delay(attempt, rng) for _ in range(200)]
         assert all(ceiling * 0.5 <= d <= ceiling for d in delays)
         assert len(set(delays)) > 100  # jittered, not lock-step
-    assert Backoff(jitter=0.0).delay(3, rng) == pytest.approx(0.8)
-    with pytest.raises(SpyError):
+    assert replace(DEFAULT_RECONNECT, jitter=0.0).delay(3, rng) == pytest.approx(0.8)
+    with pytest.raises(InvalidBackoffError):
         Backoff(initial=2, maximum=1)
+    with pytest.raises(SpyError):
+        SpyClient("127.0.0.1:1", backoff=Backoff(initial=0, maximum=1))
 
 
 def test_spy_serve_and_subscribe_commands(tmp_path: Path):

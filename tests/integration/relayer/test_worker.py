@@ -370,7 +370,7 @@ def test_the_worker_backoff_setting_is_the_retry_schedule_whatever_its_multiplie
     worker = build_worker(settings, 2, wallet_a, lambda _client, chain: InProcessAdapter(chain))
     policy = worker.settings.policy
     assert policy.max_retries == 4
-    assert [policy.backoff(n, random.Random(0)) for n in (1, 2, 3, 4, 5)] == [
+    assert [policy.schedule.after_failures(n, random.Random(0)) for n in (1, 2, 3, 4, 5)] == [
         0.5,
         1.5,
         4.5,

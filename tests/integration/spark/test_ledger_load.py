@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chainloom.ledger.cassandra import TABLE_NAMES
+from chainloom.ledger.cassandra_schema import TABLE_NAMES
 from chainloom.ledger.etl import LedgerEtl
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.file import FileLedgerSource

@@ -11,7 +11,6 @@ from chainloom.cli import common as _common
 from chainloom.cli.common import (
     check_input_file,
     read_text_file,
-    redact_url,
     resolve_vectors_file,
 )
 from chainloom.errors import InputFileError
@@ -65,9 +64,3 @@ def test_default_vectors_say_where_they_were_looked_for(tmp_path: Path, monkeypa
 def test_default_vectors_beside_the_checkout_do_not_depend_on_the_working_directory():
     checkout = Path(_common.__file__).resolve().parents[3]  # services/chainloom/cli/_common.py
     assert _common.source_checkout_vectors() == checkout.parent / "shared" / "vectors"
-
-
-def test_redact_url():
-    assert redact_url("redis://:pw@host:6379/0") == "redis://:***@host:6379/0"
-    assert redact_url("redis://host:6379/0") == "redis://host:6379/0"
-    assert "pw" not in redact_url("redis://u:pw@host:notaport/0")

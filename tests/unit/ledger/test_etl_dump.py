@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from chainloom.cli.ledger import ledger
 from chainloom.ledger.errors import LedgerInputError
-from chainloom.ledger.etl import SourceLedger
+from chainloom.ledger.sources.base import SourceLedger
 from chainloom.ledger.sources.dump import (
     DumpFile,
     DumpWriter,

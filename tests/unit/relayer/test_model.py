@@ -116,7 +116,7 @@ def test_backoff_doubles_and_stays_within_jitter_bounds_and_the_cap():
     policy = RetryPolicy(schedule=Backoff(initial=1.0, maximum=20.0, jitter=0.5))
     rng = random.Random(7)
     for retries, ceiling in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 16.0), (6, 20.0)]:
-        samples = [policy.backoff(retries, rng) for _ in range(200)]
+        samples = [policy.schedule.after_failures(retries, rng) for _ in range(200)]
         assert min(samples) >= ceiling * 0.5
         assert max(samples) <= ceiling
         assert max(samples) - min(samples) > ceiling * 0.3  # really jittered
@@ -124,12 +124,20 @@ def test_backoff_doubles_and_stays_within_jitter_bounds_and_the_cap():
 
 def test_backoff_without_jitter_is_exact():
     policy = RetryPolicy(schedule=Backoff(initial=0.5, maximum=100.0))
-    assert [policy.backoff(n, random.Random(1)) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]
+    assert [policy.schedule.after_failures(n, random.Random(1)) for n in (1, 2, 3)] == [
+        0.5,
+        1.0,
+        2.0,
+    ]
 
 
 def test_backoff_grows_by_the_configured_multiplier():
     policy = RetryPolicy(schedule=Backoff(initial=0.5, maximum=100.0, multiplier=3.0))
-    assert [policy.backoff(n, random.Random(1)) for n in (1, 2, 3)] == [0.5, 1.5, 4.5]
+    assert [policy.schedule.after_failures(n, random.Random(1)) for n in (1, 2, 3)] == [
+        0.5,
+        1.5,
+        4.5,
+    ]
 
 
 def test_a_negative_retry_count_is_refused():

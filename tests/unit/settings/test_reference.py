@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chainloom.settings.reference import BEGIN, END, render
+from chainloom.settings.reference import BEGIN, END, main, render
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 
@@ -22,3 +22,16 @@ def test_every_field_has_a_description():
     for line in render().splitlines():
         if line.startswith("| `"):
             assert line.rstrip().rsplit("|", 2)[1].strip(), line
+
+
+def test_check_reports_a_stale_copy_and_writes_nothing(tmp_path: Path, capsys):
+    copy = tmp_path / "configuration.md"
+    copy.write_text(DOC.read_text())
+    assert main(["--check", str(copy)]) == 0
+    stale = DOC.read_text().replace("Seconds between looks for overdue gaps.", "Old words.")
+    copy.write_text(stale)
+    assert main(["--check", str(copy)]) == 1
+    assert copy.read_text() == stale
+    assert f"{copy}: stale" in capsys.readouterr().out
+    assert main([str(copy)]) == 0
+    assert copy.read_text() == DOC.read_text()

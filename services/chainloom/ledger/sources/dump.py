@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from chainloom.ledger.errors import LedgerInputError
-from chainloom.ledger.etl import SourceLedger
+from chainloom.ledger.sources.base import SourceLedger
 from chainloom.ledger.sources.errors import LedgerSequenceError
 from chainloom.ledger.types import LedgerObject
 

@@ -1,11 +1,11 @@
-"""A :class:`~chainloom.ledger.etl.LedgerSource` reading a ledger-dump file."""
+"""A :class:`~chainloom.ledger.sources.base.LedgerSource` reading a ledger-dump file."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from chainloom.ledger.errors import LedgerInputError
-from chainloom.ledger.etl import SourceLedger
+from chainloom.ledger.sources.base import SourceLedger
 from chainloom.ledger.sources.dump import DumpFile, state_at
 from chainloom.ledger.types import LedgerObject
 

@@ -1,4 +1,4 @@
-"""A :class:`~chainloom.ledger.etl.LedgerSource` speaking rippled's gRPC API.
+"""A :class:`~chainloom.ledger.sources.base.LedgerSource` speaking rippled's gRPC API.
 
 The same three calls Clio's ETL makes: ``GetLedger`` with transactions and the state diff for
 each new ledger, ``GetLedgerData`` paged by marker for the first ledger's full state, and
@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import grpc
 
-from chainloom.ledger.etl import SourceLedger
+from chainloom.ledger.sources.base import SourceLedger
 from chainloom.ledger.sources.errors import LedgerSequenceError, LedgerSourceError
 from chainloom.ledger.types import LedgerHeader, LedgerObject
 from chainloom.rpc.generated.org.xrpl.rpc.v1 import (

@@ -15,13 +15,13 @@ from chainloom.ledger.errors import (
     LedgerError,
 )
 from chainloom.ledger.etl import (
-    SourceLedger,
     check_transactions,
     diff_rows,
     parse_header,
     write_rows,
 )
 from chainloom.ledger.service import open_backend
+from chainloom.ledger.sources.base import SourceLedger
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,8 @@ import pytest
 from xrpl.core.binarycodec import decode
 
 from chainloom.ledger.errors import LedgerInputError
-from chainloom.ledger.etl import SourceLedger
 from chainloom.ledger.nft import nfts_from_transaction
+from chainloom.ledger.sources.base import SourceLedger
 from chainloom.ledger.types import LedgerHeader
 from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl import hashing
