@@ -120,6 +120,11 @@ class EventsApi:
         self.cursor_key = cursor_key(settings.cursor_key_file)
         """The key list cursors are MACed with (:mod:`chainloom.eventstore.api.params`)."""
 
+    @property
+    def in_flight(self) -> int:
+        """Requests running or waiting for a thread of the pool (what ``max_pending`` bounds)."""
+        return self._pending
+
     def _check_store(self) -> None:
         self.reads.check()
 
