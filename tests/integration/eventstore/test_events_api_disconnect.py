@@ -17,11 +17,9 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import httpx
-import pytest
 
 from chainloom.eventstore.api.app import ERRORS, EventsApi, events_app, limits
 from chainloom.eventstore.api.config import EventsApiSettings
@@ -30,7 +28,7 @@ from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.settings import BigtableSettings
 from chainloom.web.server import WebServer
 from chainloom.wormhole.sequences import OpenGap
-from tests.integration.eventstore.test_events_api_outage import OwnEmulator
+from tests.integration.eventstore.conftest import OwnEmulator
 
 WORKERS = 2
 ABANDONED = 24
@@ -59,19 +57,6 @@ class CountedReads(StoreReads):
         finally:
             with self._lock:
                 self.finished += 1
-
-
-@pytest.fixture
-def emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OwnEmulator]:
-    own = OwnEmulator(tmp_path / "emulator.log")
-    own.start()
-    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", f"127.0.0.1:{own.port}")
-    try:
-        yield own
-    finally:
-        if own.process is not None:
-            own.process.send_signal(signal.SIGCONT)  # a failed test may leave it stopped
-        own.kill()
 
 
 async def _within(seconds: float, done: Callable[[], bool]) -> float | None:

@@ -15,60 +15,19 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import aiohttp
-import pytest
 
 from chainloom.eventstore.api.app import serve
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.reads import StoreReads
 from chainloom.eventstore.bigtable import BigtableTables, ensure_schema
 from chainloom.settings import BigtableSettings
-from chainloom_dev.net import free_port, port_open
-from chainloom_dev.stack.components.bigtable import emulator_binary
+from chainloom_dev.net import free_port
+from tests.integration.eventstore.conftest import OwnEmulator
 
 DEADLINE = 3.0
 CLIENTS = 40
-
-
-class OwnEmulator:
-    """A Bigtable emulator process of this test's own, on a free port."""
-
-    def __init__(self, log: Path) -> None:
-        self.port = free_port()
-        self.log = log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [str(emulator_binary()), "-host", "127.0.0.1", "-port", str(self.port)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 20
-        while not port_open("127.0.0.1", self.port):
-            assert time.monotonic() < deadline, "the emulator did not start"
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(10)
-            self.process = None
-
-
-@pytest.fixture
-def emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OwnEmulator]:
-    own = OwnEmulator(tmp_path / "emulator.log")
-    own.start()
-    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", f"127.0.0.1:{own.port}")
-    try:
-        yield own
-    finally:
-        own.kill()
 
 
 def test_a_store_outage_under_load_fails_fast_and_recovers(emulator: OwnEmulator) -> None:
