@@ -72,11 +72,13 @@ def java_options(env: Mapping[str, str]) -> list[str]:
 
 
 def class_path(env: Mapping[str, str], spark_home: str, working_dir: str) -> str:
-    """The executor's class path: the Spark configuration directory (Hadoop's, if set), Spark's
-    jars, any extra and distribution class path, and the working directory."""
+    """The executor's class path: the Spark configuration directory (Hadoop's, if set),
+    ``SPARK_CLASSPATH`` (Spark sets it from ``spark.executor.extraClassPath``), Spark's jars,
+    any extra and distribution class path, and the working directory."""
     entries = [
         env.get("SPARK_CONF_DIR") or f"{spark_home}/conf",
         env.get("HADOOP_CONF_DIR", ""),
+        env.get("SPARK_CLASSPATH", ""),
         f"{spark_home}/jars/*",
         env.get("SPARK_EXTRA_CLASSPATH", ""),
         env.get("SPARK_DIST_CLASSPATH", ""),
@@ -154,6 +156,8 @@ def main() -> None:
     except EntrypointError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+    if home:
+        os.environ.setdefault("SPARK_HOME", home)  # the JVMs find Spark's Python files there
     sys.stdout.flush()
     os.execvp(command[0], command)  # noqa: S606 - the container's one process
 

@@ -96,9 +96,9 @@ def test_anything_else_is_a_chainloom_command():
 
 def test_class_path_takes_hadoop_extra_and_distribution_entries_in_order():
     env = {"HADOOP_CONF_DIR": "/etc/hadoop", "SPARK_EXTRA_CLASSPATH": "/x.jar",
-           "SPARK_DIST_CLASSPATH": "/hadoop/*"}  # fmt: skip
+           "SPARK_DIST_CLASSPATH": "/hadoop/*", "SPARK_CLASSPATH": "/extra.jar"}  # fmt: skip
     assert class_path(env, HOME, "/w") == (
-        f"{HOME}/conf:/etc/hadoop:{HOME}/jars/*:/x.jar:/hadoop/*:/w"
+        f"{HOME}/conf:/etc/hadoop:/extra.jar:{HOME}/jars/*:/x.jar:/hadoop/*:/w"
     )
     assert java_options({"SPARK_JAVA_OPT_x": "-no", "OTHER": "-no"}) == []
 
