@@ -49,18 +49,17 @@ INPUT_MOUNT = "/input"
 
 
 def ensure_spark_operator(cluster: NodeCluster) -> dict[str, Any]:
-    """The node's spark-operator as ``state.json`` records it, started in that run directory if
-    it is not running yet (a node brought up before the component existed)."""
-    state = json.loads((cluster.run_dir / "state.json").read_text())
-    if "spark-operator" not in state:
-        env = {**os.environ, "CHAINLOOM_RUN": str(cluster.run_dir)}
-        started = subprocess.run(
-            [sys.executable, "-m", "chainloom", "stack", "up", "--only", "spark-operator"],
-            env=env, capture_output=True, text=True, timeout=3600, check=False,
-        )  # fmt: skip
-        assert started.returncode == 0, started.stdout + started.stderr
-        state = json.loads((cluster.run_dir / "state.json").read_text())
-    found: dict[str, Any] = state["spark-operator"]
+    """The node's spark-operator as ``state.json`` records it, (re)started in that run directory
+    unless it is running (``stack up`` leaves a running component alone)."""
+    env = {**os.environ, "CHAINLOOM_RUN": str(cluster.run_dir)}
+    started = subprocess.run(
+        [sys.executable, "-m", "chainloom", "stack", "up", "--only", "spark-operator"],
+        env=env, capture_output=True, text=True, timeout=3600, check=False,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stdout + started.stderr
+    found: dict[str, Any] = json.loads((cluster.run_dir / "state.json").read_text())[
+        "spark-operator"
+    ]
     return found
 
 

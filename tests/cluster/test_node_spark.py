@@ -51,6 +51,7 @@ from tests.cluster.spark_support import (
     NodeJob,
     apply,
     ensure_spark_operator,
+    explain,
     get_application,
     input_directory,
     label_namespace,
@@ -189,7 +190,7 @@ def test_an_application_runs_with_two_executors_and_writes_what_local_mode_write
 ) -> None:
     application = clean_run["application"]
     kubeconfig, namespace = node_cluster.kubeconfig, node_job.namespace
-    assert state_of(application) == "COMPLETED", application.get("status")
+    assert state_of(application) == "COMPLETED", explain(kubeconfig, namespace, "clean")
     status = application["status"]
     assert status["driverInfo"]["podName"] == "clean-driver"
     assert len(_executors_ran(application)) >= 2, status
