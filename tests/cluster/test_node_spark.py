@@ -18,7 +18,10 @@ ScheduledSparkApplication), in a namespace no spark-operator watches.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -28,6 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
+from chainloom.stack import versions
 from chainloom.stack._model import SilentProgress
 from chainloom.stack._process import free_port
 from chainloom.stack.components.image import build_image, import_if_changed
@@ -200,6 +204,20 @@ def test_an_application_runs_with_two_executors_and_writes_what_local_mode_write
     assert (summary["job"], summary["read"], summary["new"]) == ("vaa-ingest", VAAS, VAAS)
     assert summary["refused"] == 0
     assert table_contents(clean_run["table"]) == reference
+
+
+def test_stack_status_shows_the_spark_operator_healthy_with_its_version(
+    node_cluster: NodeCluster, node_job: NodeJob
+) -> None:
+    del node_job  # the stack's spark-operator is up
+    env = {**os.environ, "CHAINLOOM_RUN": str(node_cluster.run_dir)}
+    status = subprocess.run(
+        [sys.executable, "-m", "chainloom", "stack", "status", "--json"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    row = {row["name"]: row for row in json.loads(status.stdout)}["spark-operator"]
+    assert row["healthy"], row["detail"]
+    assert row["version"] == versions.SPARK_OPERATOR
 
 
 def test_an_executor_deleted_mid_job_is_replaced_and_the_table_is_the_same(
