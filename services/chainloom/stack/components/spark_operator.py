@@ -215,8 +215,17 @@ def apply_crds(kubeconfig: str) -> None:
     """Apply the pinned CRDs (server-side) and wait until the API server serves them."""
     kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts",
             "--field-manager=chainloom-stack", "-f", str(crds_dir()))  # fmt: skip
-    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
-            *(f"crd/{name}" for name in CRD_NAMES))  # fmt: skip
+    deadline = time.monotonic() + 60
+    waiting = list(CRD_NAMES)
+    while waiting:
+        found = json.loads(kubectl(kubeconfig, "get", "crd", waiting[0], "-o", "json"))
+        conditions = (found.get("status") or {}).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            waiting.pop(0)
+        elif time.monotonic() > deadline:
+            raise RuntimeError(f"CRD {waiting[0]} is not Established after 60 s")
+        else:
+            time.sleep(0.5)
 
 
 def start_controller(
