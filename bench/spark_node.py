@@ -80,15 +80,13 @@ def main() -> None:
     from chainloom.eventstore.bigtable import drop_tables
     from chainloom.settings import BigtableSettings
     from chainloom.stack import manager
-    from chainloom.stack._model import SilentProgress
     from chainloom.stack._paths import run_dir
-    from chainloom.stack.components.image import build_image, import_if_changed
-    from chainloom.stack.components.spark_image import SPARK_IMAGE_REFERENCE, SPARK_RECIPE
     from tests.cluster.node_support import host_relay, node_gateway
     from tests.cluster.spark_support import (
         NodeJob,
         apply,
         ensure_spark_operator,
+        import_spark_image,
         input_directory,
         label_namespace,
     )
@@ -101,8 +99,7 @@ def main() -> None:
     cluster = NodeCluster(run_dir(), state)
     emulator = state["bigtable"].address
     os.environ["BIGTABLE_EMULATOR_HOST"] = emulator
-    archive, _ = build_image(SPARK_RECIPE, SilentProgress())
-    import_if_changed(Path(state["containerd"].extra["socket"]), archive, SPARK_IMAGE_REFERENCE)
+    image = import_spark_image(cluster)
     ensure_spark_operator(cluster)
 
     lines = _generate(options.count, options.seed)
@@ -115,7 +112,7 @@ def main() -> None:
     tables: list[str] = []
     try:
         with host_relay(node_gateway(cluster), emulator) as relay:
-            job = NodeJob(namespace, relay, directory, partitions=8)
+            job = NodeJob(namespace, relay, directory, image=image, partitions=8)
             apply(cluster.kubeconfig, job.access())
             for _ in range(options.rounds):
                 for executors in (1, 2):

@@ -27,7 +27,10 @@ import yaml
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.errors import TableMissingError
 from chainloom.settings import BigtableSettings
-from chainloom.stack.components.spark_image import SPARK_IMAGE
+from chainloom.stack._model import SilentProgress
+from chainloom.stack.components.image import archive_digest, build_image, import_if_changed
+from chainloom.stack.components.node import ctr
+from chainloom.stack.components.spark_image import SPARK_IMAGE, SPARK_IMAGE_REFERENCE, SPARK_RECIPE
 from chainloom.stack.components.spark_operator import NAMESPACE_LABEL
 from chainloom_spark.manifest import render_application, render_driver_access
 from chainloom_spark.settings import KubernetesSettings, SparkJobSettings, SparkSettings
@@ -63,6 +66,25 @@ def ensure_spark_operator(cluster: NodeCluster) -> dict[str, Any]:
     return found
 
 
+def import_spark_image(cluster: NodeCluster) -> str:
+    """``chainloom-spark`` of this checkout in the node's containerd, under a tag of its own
+    inputs (``chainloom-spark:<hash>``): the node is shared, and another checkout's tests may
+    import their ``chainloom-spark:dev`` at any time. Built and imported only when missing."""
+    state = json.loads((cluster.run_dir / "state.json").read_text())
+    socket = Path(state["containerd"]["extra"]["socket"])
+    archive, inputs = build_image(SPARK_RECIPE, SilentProgress())
+    digest = archive_digest(archive)
+    tag = f"{SPARK_IMAGE.split(':')[0]}:{inputs[:12]}"
+    reference = f"docker.io/library/{tag}"
+    for _ in range(3):
+        listed = ctr(socket, "images", "ls", timeout=60).splitlines()[1:]
+        if any(line.split()[:1] == [reference] and digest in line for line in listed):
+            return tag
+        import_if_changed(socket, archive, SPARK_IMAGE_REFERENCE)
+        ctr(socket, "images", "tag", "--force", SPARK_IMAGE_REFERENCE, reference)
+    pytest.fail(f"{tag} did not keep digest {digest} (another import raced it three times)")
+
+
 def label_namespace(kubeconfig: str, namespace: str, value: str = NAMESPACE_LABEL[1]) -> None:
     """Label ``namespace`` for the spark-operator whose selector names ``value``."""
     kubectl(kubeconfig, "label", "namespace", namespace, "--overwrite",
@@ -94,6 +116,8 @@ class NodeJob:
     """The emulator as pods reach it (``<node IP>:<relay port>``)."""
     input_dir: Path
     """The host directory mounted at :data:`INPUT_MOUNT`."""
+    image: str = SPARK_IMAGE
+    """The Spark image (:func:`import_spark_image`'s tag)."""
     executors: int = 2
     """Executor pods (one core each)."""
     partitions: int = 8
@@ -110,7 +134,7 @@ class NodeJob:
             spark=SparkSettings(shuffle_partitions=2, conf=conf),
             kubernetes=KubernetesSettings(
                 namespace=self.namespace,
-                image=SPARK_IMAGE,
+                image=self.image,
                 image_pull_policy="Never",
                 driver_memory="768m",
                 executor_instances=self.executors,

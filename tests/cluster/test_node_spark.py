@@ -32,15 +32,8 @@ import pytest
 import yaml
 
 from chainloom.stack import versions
-from chainloom.stack._model import SilentProgress
 from chainloom.stack._process import free_port
-from chainloom.stack.components.image import build_image, import_if_changed
 from chainloom.stack.components.node import NODE_NAME
-from chainloom.stack.components.spark_image import (
-    SPARK_IMAGE,
-    SPARK_IMAGE_REFERENCE,
-    SPARK_RECIPE,
-)
 from chainloom.stack.components.spark_operator import (
     ControllerConfig,
     lease_holder,
@@ -57,6 +50,7 @@ from tests.cluster.spark_support import (
     ensure_spark_operator,
     explain,
     get_application,
+    import_spark_image,
     input_directory,
     label_namespace,
     pods,
@@ -90,13 +84,9 @@ MID_JOB_ROWS = 100
 
 @pytest.fixture(scope="module")
 def spark_image(node_cluster: NodeCluster) -> str:
-    """``chainloom-spark:dev`` of this checkout in the node's containerd (built and imported
-    only when it changed: a cold build takes minutes, docs/stack.md)."""
-    state = json.loads((node_cluster.run_dir / "state.json").read_text())
-    archive, _ = build_image(SPARK_RECIPE, SilentProgress())
-    socket = Path(state["containerd"]["extra"]["socket"])
-    import_if_changed(socket, archive, SPARK_IMAGE_REFERENCE)
-    return SPARK_IMAGE
+    """This checkout's ``chainloom-spark`` in the node's containerd, under its own tag (built and
+    imported only when it changed: a cold build takes minutes, docs/stack.md)."""
+    return import_spark_image(node_cluster)
 
 
 @pytest.fixture(scope="module")
@@ -144,12 +134,11 @@ def node_job(node_cluster: NodeCluster, spark_image: str, spark_namespace: str, 
              vaas: list[bytes]) -> Iterator[NodeJob]:  # fmt: skip
     """The input on the host, the emulator relayed to the node's IP, the driver's service
     account: what every application of this module runs with."""
-    del spark_image
     ensure_spark_operator(node_cluster)
     directory = input_directory(raw.hex() for raw in vaas)
     try:
         with host_relay(node_gateway(node_cluster), emulator) as relay:
-            job = NodeJob(spark_namespace, relay, directory)
+            job = NodeJob(spark_namespace, relay, directory, image=spark_image)
             apply(node_cluster.kubeconfig, job.access())
             yield job
     finally:
@@ -277,7 +266,7 @@ def test_the_spark_operator_killed_mid_run_and_restarted_follows_the_same_run(
         health_port=free_port(),
         metrics_port=free_port(),
     )
-    job = NodeJob(namespace, node_job.bigtable, node_job.input_dir)
+    job = replace(node_job, namespace=namespace)
     lease = f"kube-system/{config.lease_name}"
     first = start_controller("spark-operator-1", tmp_path, config, tmp_path / "first.log")
     second = None
