@@ -29,6 +29,9 @@ RUN mkdir -p /usr/share/man/man1 \
     && rm -rf /var/lib/apt/lists/*
 ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 USER 10001:10001
+# Spark's Kubernetes backend starts driver and executor containers as `driver ...` / `executor`;
+# every other command line goes to chainloom (spark-apps/chainloom_spark/pod_entrypoint.py).
+ENTRYPOINT ["python", "-m", "chainloom_spark.pod_entrypoint"]
 
 # The default target: the plain image.
 FROM chainloom

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
@@ -24,6 +22,7 @@ import pytest
 
 from chainloom_dev.net import free_port
 from chainloom_dev.stack.components.kubernetes import k8s_dir
+from chainloom_dev.stack.components.spark_operator import CRD_NAMES, crds_dir
 from tests.conftest import REPO_ROOT
 
 T = TypeVar("T")
@@ -95,41 +94,11 @@ def chainloom_crds(kubeconfig: str) -> str:
 # The operator as a process, the spark-operator's CRDs
 
 
-SPARK_OPERATOR_MODULE = "github.com/kubeflow/spark-operator/v2"
-SPARK_OPERATOR_VERSION = "v2.5.0"
-SPARK_CRD_FILES = (
-    "sparkoperator.k8s.io_sparkapplications.yaml",
-    "sparkoperator.k8s.io_scheduledsparkapplications.yaml",
-)
-
-
 def spark_operator_crds() -> Path:
-    """The spark-operator's published CRDs (its chart's ``crds/``), cached once per version.
-
-    Fetched from the Go module proxy (``go mod download``), as the stack fetches its
-    components, and copied to ``<cache>/spark-operator-crds-<version>``.
-    """
-    from chainloom_dev.stack._paths import cache_dir
-    from chainloom_dev.stack.components._go import go_binary
-
-    target = cache_dir() / f"spark-operator-crds-{SPARK_OPERATOR_VERSION}"
-    if all((target / name).is_file() for name in SPARK_CRD_FILES):
-        return target
-    result = subprocess.run(
-        [go_binary(), "mod", "download", "-json",
-         f"{SPARK_OPERATOR_MODULE}@{SPARK_OPERATOR_VERSION}"],
-        capture_output=True, text=True, timeout=600, check=False, cwd=tempfile.gettempdir(),
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    module = Path(json.loads(result.stdout)["Dir"])
-    staging = Path(tempfile.mkdtemp(dir=cache_dir()))
-    for name in SPARK_CRD_FILES:
-        shutil.copyfile(module / "charts" / "spark-operator-chart" / "crds" / name, staging / name)
-    if target.exists():
-        shutil.rmtree(staging)
-    else:
-        staging.rename(target)
-    return target
+    """The spark-operator's published CRDs (its chart's ``crds/``) at the version the stack
+    runs (``chainloom_dev.stack.versions.SPARK_OPERATOR``), fetched once from the Go module
+    proxy."""
+    return crds_dir()
 
 
 @pytest.fixture(scope="session")
@@ -138,8 +107,7 @@ def spark_crds(chainloom_crds: str) -> str:
     directory = spark_operator_crds()
     kubectl(chainloom_crds, "apply", "--server-side", "--force-conflicts",
             "--field-manager=chainloom-tests", "-f", str(directory))  # fmt: skip
-    wait_established(chainloom_crds, "sparkapplications.sparkoperator.k8s.io",
-                     "scheduledsparkapplications.sparkoperator.k8s.io")  # fmt: skip
+    wait_established(chainloom_crds, *CRD_NAMES)
     return chainloom_crds
 
 

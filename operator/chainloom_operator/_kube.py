@@ -51,7 +51,7 @@ INSTALL_HINTS = {
         "https://kubeflow.github.io/spark-operator && helm install spark-operator "
         "spark-operator/spark-operator --namespace spark-operator --create-namespace), or at "
         "least its CRDs: kubectl apply --server-side -f https://raw.githubusercontent.com/"
-        "kubeflow/spark-operator/v2.5.0/charts/spark-operator-chart/crds/"
+        "kubeflow/spark-operator/v2.5.2/charts/spark-operator-chart/crds/"
         "sparkoperator.k8s.io_sparkapplications.yaml (and _scheduledsparkapplications.yaml)"
     ),
 }

@@ -192,8 +192,9 @@ class SecretFiles(Spec):
 
 
 class SecretEnv(Spec):
-    """An environment variable of the driver and executors read from a Secret key (``env``
-    with ``valueFrom.secretKeyRef``): the value never appears in the spec or the application."""
+    """An environment variable of the driver and executors read from a Secret key (the
+    application's ``envSecretKeyRefs``): the value never appears in the spec or the
+    application."""
 
     name: EnvName = Field(description="The variable (e.g. CHAINLOOM_CASSANDRA__PASSWORD).")
     secret_ref: SecretKeyRef = Field(description="The Secret key holding its value.")

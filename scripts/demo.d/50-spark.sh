@@ -4,6 +4,7 @@
 # (`chainloom spark manifest`).
 set -euo pipefail
 cd "$CHAINLOOM_DEMO_DIR"
+echo "(local mode, local[2] in one process; the spark-kubernetes step runs vaa-ingest through the spark-operator)"
 echo "-- vaa-ingest into a fresh table (verify per partition, write through the event store):"
 chainloom spark run vaa-ingest --master 'local[2]' --input vaas.txt --guardian-set dev \
   --project demo --instance demo --table demo-spark --dead-letter dead-letter

@@ -5,6 +5,11 @@ as data and ``chainloom spark manifest`` only prints it (the operator's ``Ingest
 renders through the same function). The application runs ``submit.py JOB ARGS`` from the
 image, which holds chainloom[spark] and a Java runtime; the Spark configuration is the one a
 local run gets (:func:`chainloom_spark.session.session_conf`) with the image's Python.
+
+The pods' environment is ``envVars``, not ``env``: the spark-operator turns ``envVars`` into
+``spark-submit``'s own ``spark.kubernetes.driverEnv.*`` / ``spark.executorEnv.*``, while ``env``
+reaches the pods only through its mutating webhook, which a controller may run without (the
+local stack's does).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ KIND = "SparkApplication"
 
 
 def environment(settings: SparkJobSettings) -> dict[str, str]:
-    """The environment of driver and executors: the Bigtable location, then ``kubernetes.env``.
+    """The environment of driver and executors (``envVars``): the Bigtable location, then
+    ``kubernetes.env``.
 
     Settings that have flags (the table) travel as arguments; project and instance as the
     ``CHAINLOOM_BIGTABLE__...`` variables every chainloom process reads.
@@ -43,7 +49,7 @@ def render_application(
     kube = settings.kubernetes
     spark_conf = session_conf(settings.spark, python=kube.python)
     spark_conf.pop("spark.ui.enabled")  # the operator manages the UI service
-    env = [{"name": key, "value": value} for key, value in sorted(environment(settings).items())]
+    env = dict(sorted(environment(settings).items()))
     labels = {
         "app.kubernetes.io/name": "chainloom",
         "app.kubernetes.io/component": "spark-job",
@@ -51,7 +57,7 @@ def render_application(
     }
 
     def pod() -> dict[str, Any]:  # fresh copies: a YAML dump would otherwise alias them
-        return {"labels": dict(labels), **({"env": [dict(e) for e in env]} if env else {})}
+        return {"labels": dict(labels), **({"envVars": dict(env)} if env else {})}
 
     return {
         "apiVersion": API_VERSION,
@@ -86,3 +92,46 @@ def render_application(
             },
         },
     }
+
+
+DRIVER_RESOURCES = ("pods", "services", "configmaps", "persistentvolumeclaims")
+"""What a Spark driver on Kubernetes creates and watches in its namespace: its executor pods,
+the headless Service they reach it through, its configuration maps and any volume claims."""
+
+DRIVER_VERBS = ("create", "get", "list", "watch", "update", "patch", "delete", "deletecollection")
+"""What it does with them."""
+
+
+def render_driver_access(settings: SparkJobSettings) -> list[dict[str, Any]]:
+    """The driver's ServiceAccount (``kubernetes.service_account``) with a Role and RoleBinding
+    in ``kubernetes.namespace`` granting :data:`DRIVER_VERBS` on :data:`DRIVER_RESOURCES`:
+    what a SparkApplication's driver needs to start and watch its executors."""
+    kube = settings.kubernetes
+    name, namespace = kube.service_account, kube.namespace
+    labels = {"app.kubernetes.io/name": "chainloom", "app.kubernetes.io/component": "spark-driver"}
+
+    def meta() -> dict[str, Any]:
+        return {"name": name, "namespace": namespace, "labels": dict(labels)}
+
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta()},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": meta(),
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": list(DRIVER_RESOURCES),
+                    "verbs": list(DRIVER_VERBS),
+                }
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta(),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        },
+    ]

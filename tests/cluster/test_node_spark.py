@@ -1,42 +1,67 @@
-"""An IngestPipeline's Spark job on the real node: the job the operator renders, run in a pod of
-``chainloom-spark:dev`` with ``spark-submit --master local[*]``, writes the stack's Bigtable
-emulator, and its counts reach the IngestPipeline's status through the driver pod's termination
-message (docs/stack.md, "The Spark image").
+"""SparkApplications run by the real spark-operator on the node: a driver pod, two executor pods,
+the stack's Bigtable emulator; and the faults a cluster brings (docs/stack.md, "The
+spark-operator").
 
-No spark-operator controller runs here, so the test plays its two parts: it starts the driver pod
-from the SparkApplication's spec (container ``spark-kubernetes-driver``, as Spark names it) and,
-once the pod has ended, writes the application's status as the controller would (``COMPLETED``,
-``driverInfo.podName``) through the status subresource. The operator does the rest for real.
-A scheduled pipeline's counts come the same way, from the run its ScheduledSparkApplication
-names in ``status.lastRunName``.
+One input (dev-kit VAAs, each message once, so the stored cells do not depend on arrival order)
+is written by a local-mode run in this process (the reference) and by SparkApplications on the
+node; every table must equal the reference cell for cell. The clean run is shared by the tests
+that only read it. Faults: an executor pod deleted mid-job (Spark reruns its tasks on a new
+executor), the driver pod deleted mid-job (``restartPolicy: OnFailure`` submits again, the
+rerun is idempotent), and the spark-operator SIGKILLed mid-run and started again (a private
+controller for one namespace, so the stack's keeps running: the new one finds the application
+running and follows it to the end, without submitting it twice).
+
+A scheduled pipeline's last run is still played by the test (an IngestPipeline's mirror of a
+ScheduledSparkApplication), in a namespace no spark-operator watches.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from chainloom.eventstore.bigtable import BigtableTables
-from chainloom.eventstore.config import EventStoreSettings
-from chainloom.eventstore.queries import EventReader
-from chainloom.eventstore.service import locate
-from chainloom.settings import BigtableSettings
-from chainloom.wormhole import parse_vaa
-from chainloom_dev.stack._model import SilentProgress
-from chainloom_dev.stack.components.image import build_image, import_if_changed
+from chainloom_dev.net import free_port
+from chainloom_dev.sim.dev_guardians import DevGuardians
+from chainloom_dev.sim.vaa_workload import Mix, generate_vaas
+from chainloom_dev.stack import versions
 from chainloom_dev.stack.components.node import NODE_NAME
-from chainloom_dev.stack.components.spark_image import (
-    SPARK_IMAGE,
-    SPARK_IMAGE_REFERENCE,
-    SPARK_RECIPE,
+from chainloom_dev.stack.components.spark_operator import (
+    ControllerConfig,
+    lease_holder,
+    start_controller,
+    stop_controller,
 )
-from tests.cluster.node_support import NODE_IMAGE
-from tests.conftest import NodeCluster
+from chainloom_spark.jobs import vaa_ingest
+from tests.cluster.node_support import NODE_IMAGE, host_relay, node_gateway
+from tests.cluster.spark_support import (
+    NodeJob,
+    apply,
+    ensure_spark_operator,
+    explain,
+    get_application,
+    import_spark_image,
+    input_directory,
+    label_namespace,
+    pods,
+    row_count,
+    running_pods,
+    state_of,
+    table_contents,
+    termination_summary,
+    wait_for_state,
+)
+from tests.conftest import NodeCluster, StackForTests
 from tests.operator_support import (
     OperatorProcess,
     install_crds,
@@ -50,17 +75,230 @@ from tests.operator_support import (
 
 DRIVER_CONTAINER = "spark-kubernetes-driver"
 INPUT_DIR = "/input"
+VAAS = 4000
+"""Input size: long enough (two passes over it, flushes of 20 rows) for a fault to land
+mid-job on the loaded 2-core machine."""
+MID_JOB_ROWS = 100
+"""Rows in the table when a fault is injected: the job is visibly writing."""
 
 
 @pytest.fixture(scope="module")
 def spark_image(node_cluster: NodeCluster) -> str:
-    """``chainloom-spark:dev`` of this checkout in the node's containerd (built and imported
-    only when it changed: a cold build takes minutes, docs/stack.md)."""
+    """This checkout's ``chainloom-spark`` in the node's containerd, under its own tag (built and
+    imported only when it changed: a cold build takes minutes, docs/stack.md)."""
+    return import_spark_image(node_cluster)
+
+
+@pytest.fixture(scope="module")
+def vaas() -> list[bytes]:
+    return list(generate_vaas(VAAS, 27, DevGuardians(), Mix(duplicate=0, conflict=0)))
+
+
+@pytest.fixture(scope="module")
+def emulator(local_stack: StackForTests) -> Iterator[str]:
+    """The stack's Bigtable emulator, exported for this process (the tables are read here)."""
+    address = local_stack.require("bigtable")["bigtable"].address
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BIGTABLE_EMULATOR_HOST", address)
+        yield address
+
+
+@pytest.fixture(scope="module")
+def reference(spark: Any, emulator: str, vaas: list[bytes], tmp_path_factory: Any) -> Any:
+    """The input's tables as a local-mode run writes them (in this process's session)."""
+    path = tmp_path_factory.mktemp("reference") / "vaas.txt"
+    path.write_text("".join(raw.hex() + "\n" for raw in vaas))
+    table = f"ref-{uuid.uuid4().hex[:10]}"
+    code = vaa_ingest.main(["--input", str(path), "--table", table, "--guardian-set", "dev",
+                            "--partitions", "8"])  # fmt: skip
+    assert code == 0
+    contents = table_contents(table)
+    assert len(contents[0]) == len(vaas)
+    return contents
+
+
+@pytest.fixture(scope="module")
+def spark_namespace(node_cluster: NodeCluster) -> Iterator[str]:
+    """A namespace the stack's spark-operator runs applications in (deleted afterwards)."""
+    name = f"s-{uuid.uuid4().hex[:10]}"
+    node_cluster.kubectl_run("create", "namespace", name)
+    label_namespace(node_cluster.kubeconfig, name)
+    try:
+        yield name
+    finally:
+        node_cluster.kubectl_run("delete", "namespace", name, "--wait=false")
+
+
+@pytest.fixture(scope="module")
+def node_job(node_cluster: NodeCluster, spark_image: str, spark_namespace: str, emulator: str,
+             vaas: list[bytes]) -> Iterator[NodeJob]:  # fmt: skip
+    """The input on the host, the emulator relayed to the node's IP, the driver's service
+    account: what every application of this module runs with."""
+    ensure_spark_operator(node_cluster)
+    directory = input_directory(raw.hex() for raw in vaas)
+    try:
+        with host_relay(node_gateway(node_cluster), emulator) as relay:
+            job = NodeJob(spark_namespace, relay, directory, image=spark_image)
+            apply(node_cluster.kubeconfig, job.access())
+            yield job
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _executors_ran(application: dict[str, Any]) -> list[str]:
+    """The executor pods the spark-operator saw for the run (``status.executorState``)."""
+    return sorted((application.get("status") or {}).get("executorState") or {})
+
+
+def _wait_mid_job(cluster: NodeCluster, job: NodeJob, name: str, table: str) -> None:
+    """Until both executors run and the job has written :data:`MID_JOB_ROWS` rows."""
+
+    def writing() -> bool:
+        executors = running_pods(cluster.kubeconfig, job.namespace, name, "executor")
+        return len(executors) >= job.executors and row_count(table) >= MID_JOB_ROWS
+
+    wait_for_state(cluster.kubeconfig, job.namespace, name, ["RUNNING"], timeout=600)
+    wait_for(writing, timeout=600, every=1, what=f"{name}'s executors writing")
+
+
+@pytest.fixture(scope="module")
+def clean_run(node_cluster: NodeCluster, node_job: NodeJob) -> dict[str, Any]:
+    """One application run start to end, nothing disturbed: its final object and table."""
+    table = f"clean-{uuid.uuid4().hex[:8]}"
+    apply(node_cluster.kubeconfig, [node_job.application("clean", table)])
+    seen: set[str] = set()
+
+    def completed() -> dict[str, Any] | None:
+        seen.update(running_pods(node_cluster.kubeconfig, node_job.namespace, "clean",
+                                 "executor"))  # fmt: skip
+        application = get_application(node_cluster.kubeconfig, node_job.namespace, "clean")
+        return application if state_of(application) in ("COMPLETED", "FAILED") else None
+
+    application = wait_for(completed, timeout=900, every=1, what="the clean run to end")
+    return {"application": application, "table": table, "running_executors": seen}
+
+
+def test_an_application_runs_with_two_executors_and_writes_what_local_mode_writes(
+    node_cluster: NodeCluster, node_job: NodeJob, clean_run: dict[str, Any], reference: Any
+) -> None:
+    application = clean_run["application"]
+    kubeconfig, namespace = node_cluster.kubeconfig, node_job.namespace
+    assert state_of(application) == "COMPLETED", explain(kubeconfig, namespace, "clean")
+    status = application["status"]
+    assert status["driverInfo"]["podName"] == "clean-driver"
+    assert len(_executors_ran(application)) >= 2, status
+    assert len(clean_run["running_executors"]) >= 2
+    assert status.get("executionAttempts", 1) == 1
+    summary = termination_summary(kubeconfig, namespace, "clean-driver")
+    assert (summary["job"], summary["read"], summary["new"]) == ("vaa-ingest", VAAS, VAAS)
+    assert summary["refused"] == 0
+    assert table_contents(clean_run["table"]) == reference
+
+
+def test_stack_status_shows_the_spark_operator_healthy_with_its_version(
+    node_cluster: NodeCluster, node_job: NodeJob
+) -> None:
+    del node_job  # the stack's spark-operator is up
+    env = {**os.environ, "CHAINLOOM_RUN": str(node_cluster.run_dir)}
+    status = subprocess.run(
+        [sys.executable, "-m", "chainloom_dev", "stack", "status", "--json"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    row = {row["name"]: row for row in json.loads(status.stdout)}["spark-operator"]
+    assert row["healthy"], row["detail"]
+    assert row["version"] == versions.SPARK_OPERATOR
+
+
+def test_an_executor_deleted_mid_job_is_replaced_and_the_table_is_the_same(
+    node_cluster: NodeCluster, node_job: NodeJob, reference: Any
+) -> None:
+    kubeconfig, namespace, name = node_cluster.kubeconfig, node_job.namespace, "lost-executor"
+    table = f"exec-{uuid.uuid4().hex[:8]}"
+    apply(kubeconfig, [node_job.application(name, table)])
+    _wait_mid_job(node_cluster, node_job, name, table)
+    victim = running_pods(kubeconfig, namespace, name, "executor")[0]
+    kubectl(kubeconfig, "-n", namespace, "delete", "pod", victim, "--grace-period=0", "--force")
+    assert row_count(table) < VAAS, "the executor was deleted after the job had written all"
+    application = wait_for_state(kubeconfig, namespace, name, ["COMPLETED"], timeout=900)
+    assert victim in _executors_ran(application)
+    assert table_contents(table) == reference
+
+
+def test_the_driver_deleted_mid_job_is_resubmitted_and_the_rerun_is_idempotent(
+    node_cluster: NodeCluster, node_job: NodeJob, reference: Any
+) -> None:
+    kubeconfig, namespace, name = node_cluster.kubeconfig, node_job.namespace, "lost-driver"
+    table = f"drv-{uuid.uuid4().hex[:8]}"
+    apply(kubeconfig, [node_job.application(name, table, retries=2)])
+    _wait_mid_job(node_cluster, node_job, name, table)
+    first = get_application(kubeconfig, namespace, name)
+    assert first is not None
+    kubectl(kubeconfig, "-n", namespace, "delete", "pod", f"{name}-driver", "--grace-period=1")
+    assert row_count(table) < VAAS, "the driver was deleted after the job had written all"
+    application = wait_for_state(kubeconfig, namespace, name, ["COMPLETED"], timeout=900)
+    status = application["status"]
+    assert status["executionAttempts"] >= 2, status
+    assert status["submissionID"] != first["status"]["submissionID"]
+    summary = termination_summary(kubeconfig, namespace, f"{name}-driver")
+    assert summary["read"] == VAAS
+    assert summary["new"] < VAAS  # the first attempt's rows were kept, not written again
+    assert summary["new"] + summary["updated"] + summary["unchanged"] == VAAS
+    assert table_contents(table) == reference
+
+
+def test_the_spark_operator_killed_mid_run_and_restarted_follows_the_same_run(
+    node_cluster: NodeCluster, node_job: NodeJob, reference: Any, tmp_path: Path
+) -> None:
+    """A private controller for one namespace (its own label value and Lease), so the stack's
+    keeps running; SIGKILLed while the application runs, a new one takes the Lease over and
+    completes the run it finds, without a second submission."""
+    kubeconfig = node_cluster.kubeconfig
     state = json.loads((node_cluster.run_dir / "state.json").read_text())
-    archive, _ = build_image(SPARK_RECIPE, SilentProgress())
-    socket = Path(state["containerd"]["extra"]["socket"])
-    import_if_changed(socket, archive, SPARK_IMAGE_REFERENCE)
-    return SPARK_IMAGE
+    key = uuid.uuid4().hex[:8]
+    namespace, name, table = f"p-{key}", "restarted", f"rst-{key}"
+    node_cluster.kubectl_run("create", "namespace", namespace)
+    label_namespace(kubeconfig, namespace, f"private-{key}")
+    config = ControllerConfig(
+        kubeconfig=kubeconfig,
+        server=state["kube-apiserver"]["extra"]["server"],
+        namespace_selector=f"chainloom.io/spark-operator=private-{key}",
+        lease_name=f"chainloom-spark-operator-{key}",
+        health_port=free_port(),
+        metrics_port=free_port(),
+    )
+    job = replace(node_job, namespace=namespace)
+    lease = f"kube-system/{config.lease_name}"
+    first = start_controller("spark-operator-1", tmp_path, config, tmp_path / "first.log")
+    second = None
+    try:
+        wait_for(lambda: lease_holder(kubeconfig, lease), timeout=60, what="the first leader")
+        holder = lease_holder(kubeconfig, lease)
+        apply(kubeconfig, [*job.access(), job.application(name, table)])
+        _wait_mid_job(node_cluster, job, name, table)
+        running = get_application(kubeconfig, namespace, name)
+        assert running is not None
+        driver_uid = pods(kubeconfig, namespace, name, "driver")[0]["metadata"]["uid"]
+        stop_controller(first, kill=True)
+
+        again = replace(config, health_port=free_port(), metrics_port=free_port())
+        second = start_controller("spark-operator-2", tmp_path, again, tmp_path / "second.log")
+        application = wait_for_state(kubeconfig, namespace, name, ["COMPLETED"], timeout=900)
+        assert lease_holder(kubeconfig, lease) not in ("", holder)
+        status = application["status"]
+        assert status["submissionID"] == running["status"]["submissionID"]
+        assert status.get("submissionAttempts", 1) == 1
+        assert status.get("executionAttempts", 1) == 1
+        listed = kubectl_json(kubeconfig, "-n", namespace, "get", "sparkapplications")["items"]
+        assert [item["metadata"]["name"] for item in listed] == [name]
+        assert pods(kubeconfig, namespace, name, "driver")[0]["metadata"]["uid"] == driver_uid
+        assert table_contents(table) == reference
+    finally:
+        for controller in (first, second):
+            if controller is not None:
+                stop_controller(controller)
+        kubectl(kubeconfig, "-n", "kube-system", "delete", "lease", config.lease_name,
+                "--ignore-not-found")  # fmt: skip
+        node_cluster.kubectl_run("delete", "namespace", namespace, "--wait=false")
 
 
 @pytest.fixture
@@ -77,155 +315,6 @@ def operator_on_node_api(
                              env={"BIGTABLE_EMULATOR_HOST": bigtable_emulator})  # fmt: skip
     yield running
     running.stop()
-
-
-def _signed_mainnet(vaa_vectors: list[dict[str, Any]]) -> list[bytes]:
-    return [
-        bytes.fromhex(v["hex"])
-        for v in vaa_vectors
-        if v["expected"].get("num_signatures", 0) > 0
-        and (v["expected"].get("verified_against") or "").startswith("mainnet")
-    ]
-
-
-def _driver_pod(application: dict[str, Any], bigtable_emulator: str) -> dict[str, Any]:
-    """The driver pod of ``application`` as a local-mode ``spark-submit``: its image, file,
-    arguments, Spark configuration and environment; host networking reaches the emulator."""
-    spec = application["spec"]
-    conf = [f"--conf={key}={value}" for key, value in sorted(spec["sparkConf"].items())]
-    env = [*spec["driver"].get("env", []), {"name": "BIGTABLE_EMULATOR_HOST",
-                                             "value": bigtable_emulator}]  # fmt: skip
-    name = application["metadata"]["name"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"{name}-driver", "labels": spec["driver"]["labels"]},
-        "spec": {
-            "restartPolicy": "Never",
-            "hostNetwork": True,
-            "nodeSelector": {"kubernetes.io/hostname": NODE_NAME},
-            "containers": [
-                {
-                    "name": DRIVER_CONTAINER,
-                    "image": spec["image"],
-                    "imagePullPolicy": spec["imagePullPolicy"],
-                    "command": [
-                        *("spark-submit", "--master", "local[*]"),
-                        "--conf=spark.driver.bindAddress=127.0.0.1",
-                        "--conf=spark.driver.host=127.0.0.1",
-                        *conf,
-                        spec["mainApplicationFile"].removeprefix("local://"),
-                        *spec["arguments"],
-                    ],
-                    "env": env,
-                    "volumeMounts": [{"name": "input", "mountPath": INPUT_DIR}],
-                }
-            ],
-            "volumes": [{"name": "input", "configMap": {"name": f"{name}-input"}}],
-        },
-    }
-
-
-def test_a_pipelines_job_runs_on_the_node_writes_bigtable_and_its_counts_reach_the_status(
-    node_cluster: NodeCluster,
-    node_namespace: str,
-    spark_image: str,
-    operator_on_node_api: OperatorProcess,
-    bigtable_emulator: str,
-    vaa_vectors: list[dict[str, Any]],
-) -> None:
-    kubeconfig, namespace = node_cluster.kubeconfig, node_namespace
-    table = f"events-{namespace}"
-    signed = _signed_mainnet(vaa_vectors)
-    lines = [raw.hex() for raw in signed] + ["zz-not-a-vaa"]
-    resources: list[dict[str, Any]] = [
-        {"apiVersion": "chainloom.io/v1alpha1", "kind": "BackendTable",
-         "metadata": {"name": "events"},
-         "spec": {"backend": "bigtable", "bigtable": {"table": table}}},
-        {"apiVersion": "chainloom.io/v1alpha1", "kind": "IngestPipeline",
-         "metadata": {"name": "ingest"},
-         "spec": {"mode": "batch", "sink": "events",
-                  "batch": {"job": "vaa-ingest", "input": f"{INPUT_DIR}/vaas.txt",
-                            "guardian_sets": {"source": "mainnet"},
-                            "resources": {"image": spark_image,
-                                          "image_pull_policy": "Never"}}}},
-    ]  # fmt: skip
-    for resource in resources:
-        kubectl(kubeconfig, "-n", namespace, "apply", "--server-side", "-f", "-",
-                stdin=yaml.safe_dump(resource))  # fmt: skip
-
-    def tables_ready() -> bool:
-        status = kubectl_json(kubeconfig, "-n", namespace, "get", "backendtable", "events")
-        conditions = (status.get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-    wait_for(tables_ready, timeout=120, what="the BackendTable's tables")
-    application = wait_for(
-        lambda: json.loads(
-            kubectl(kubeconfig, "-n", namespace, "get", "sparkapplication", "ingest", "-o",
-                    "json", check=False).stdout or "null"
-        ),
-        what="the rendered SparkApplication",
-    )  # fmt: skip
-    assert application["spec"]["image"] == SPARK_IMAGE
-    assert application["spec"]["arguments"][:3] == ["vaa-ingest", "--input", "/input/vaas.txt"]
-
-    # The driver pod, as the spark-operator would start it (in local mode here).
-    data = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ingest-input"},
-            "data": {"vaas.txt": "\n".join(lines) + "\n"}}  # fmt: skip
-    pod = _driver_pod(application, bigtable_emulator)
-    for manifest in (data, pod):
-        kubectl(kubeconfig, "-n", namespace, "apply", "-f", "-", stdin=json.dumps(manifest))
-    driver = pod["metadata"]["name"]
-
-    def ended_pod() -> dict[str, Any] | None:
-        found: dict[str, Any] = kubectl_json(kubeconfig, "-n", namespace, "get", "pod", driver)
-        return found if found["status"].get("phase") in ("Succeeded", "Failed") else None
-
-    ended = wait_for(ended_pod, timeout=600, every=2, what="the driver pod to end")
-    logs = kubectl(kubeconfig, "-n", namespace, "logs", driver, check=False).stdout
-    assert ended["status"].get("phase") == "Succeeded", logs[-4000:]
-
-    # The job's summary, as Kubernetes kept it from the container's termination message.
-    (container,) = ended["status"]["containerStatuses"]
-    counts = json.loads(container["state"]["terminated"]["message"])
-    assert counts["job"] == "vaa-ingest"
-    assert counts["read"] == len(lines)
-    assert counts["refused"] == 1
-    ids = {parse_vaa(raw).message_id for raw in signed}
-    assert counts["new"] == len(ids) > 0
-
-    # What it wrote, read back from the stack's emulator.
-    store = locate(EventStoreSettings(bigtable=BigtableSettings(table=table)))
-    with BigtableTables(store) as tables:
-        reader = EventReader(tables)
-        for message_id in ids:
-            assert reader.get(message_id) is not None, message_id
-
-    # The controller's part: the application finished, its driver was that pod.
-    finished = {"status": {"applicationState": {"state": "COMPLETED"},
-                           "driverInfo": {"podName": driver}}}  # fmt: skip
-    kubectl(kubeconfig, "-n", namespace, "patch", "sparkapplication", "ingest",
-            "--subresource=status", "--type=merge", "-p", json.dumps(finished))  # fmt: skip
-    expected = {k: v for k, v in counts.items() if isinstance(v, int)}
-
-    def summary() -> dict[str, Any] | None:
-        status = kubectl_json(kubeconfig, "-n", namespace, "get", "ipl", "ingest").get("status")
-        found = (status or {}).get("summary") or {}
-        return found if found == expected and status["state"] == "COMPLETED" else None
-
-    wait_for(summary, timeout=60, what="the job's counts in the IngestPipeline's status")
-
-    # A rerun (the controller starts the application again): the last run's counts are cleared.
-    rerun = {"status": {"applicationState": {"state": "RUNNING"}}}
-    kubectl(kubeconfig, "-n", namespace, "patch", "sparkapplication", "ingest",
-            "--subresource=status", "--type=merge", "-p", json.dumps(rerun))  # fmt: skip
-
-    def cleared() -> bool:
-        status = kubectl_json(kubeconfig, "-n", namespace, "get", "ipl", "ingest")["status"]
-        return status["state"] == "RUNNING" and not status.get("summary")
-
-    wait_for(cleared, timeout=60, what="the summary cleared for the rerun")
 
 
 def test_a_schedules_last_run_reaches_the_status_with_its_counts(

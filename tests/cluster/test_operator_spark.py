@@ -156,8 +156,9 @@ def test_options_survive_the_spark_operators_schema(
     for pod in (driver, executor):
         assert pod["secrets"] == [{"name": "bigtable-key", "path": "/var/run/gcp",
                                    "secretType": "GCPServiceAccount"}]  # fmt: skip
-        assert {"name": "CHAINLOOM_CASSANDRA__PASSWORD", "valueFrom": {"secretKeyRef": {
-            "name": "cassandra", "key": "password"}}} in pod["env"]  # fmt: skip
+        assert pod["envSecretKeyRefs"] == {
+            "CHAINLOOM_CASSANDRA__PASSWORD": {"name": "cassandra", "key": "password"}
+        }
         assert pod["priorityClassName"] == "batch-low"
     assert driver["nodeSelector"] == {"pool": "drivers"}
     assert driver["tolerations"] == [{"key": "spark", "operator": "Exists"}]

@@ -39,6 +39,7 @@ from chainloom_dev.stack.components.node import ApiserverRelay, Containerd, Kube
 from chainloom_dev.stack.components.otel import OtelCollector
 from chainloom_dev.stack.components.redis import Redis
 from chainloom_dev.stack.components.spark_image import SPARK_RECIPE
+from chainloom_dev.stack.components.spark_operator import SparkOperator
 from chainloom_dev.stack.errors import StackError, UnknownComponentError
 
 _COMPONENTS: tuple[Component, ...] = (
@@ -58,6 +59,7 @@ _COMPONENTS: tuple[Component, ...] = (
     Kubelet(),
     KubeProxy(),
     ApiserverRelay(),
+    SparkOperator(),
     NodeImage(PLAIN_RECIPE),
     NodeImage(SPARK_RECIPE),  # in no group: built only when asked for (stack image --spark)
     Solc(),
@@ -74,6 +76,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "kubelet",
         "kube-proxy",
         "apiserver-relay",
+        "spark-operator",
         "chainloom-image",
     ),
     "geth": tuple(chain.component for chain in EVM_CHAINS),
@@ -295,6 +298,7 @@ def down(names: Iterable[str] | None = None) -> list[str]:
                 "kwok",
                 "node",
                 "cluster-dns",
+                "spark-operator",
                 *GROUPS["geth"],
             ):
                 shutil.rmtree(run_dir() / leftover, ignore_errors=True)

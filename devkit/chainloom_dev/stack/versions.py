@@ -46,3 +46,8 @@ SOLC = "0.8.37"
 COREDNS = "v1.15.0"
 """CoreDNS from ``github.com/coredns/coredns``, built with only the plugins the node's cluster
 DNS needs (``components/dns.py``)."""
+
+SPARK_OPERATOR = "v2.5.2"
+"""Kubeflow's spark-operator (``github.com/kubeflow/spark-operator/v2``, ``cmd/operator``) and
+its CRDs: the node's SparkApplication controller (``components/spark_operator.py``). The proxy
+refuses the module's version list; exact versions download."""

@@ -76,11 +76,11 @@ def _role(batch: BatchSpec, role: str, pod: dict[str, Any]) -> dict[str, Any]:
         pod["secrets"] = [{"name": f.name, "path": f.path, "secretType": f.secret_type}
                           for f in batch.secrets.files]  # fmt: skip
     if batch.secrets.env:
-        pod["env"] = [*pod.get("env", []), *(
-            {"name": e.name,
-             "valueFrom": {"secretKeyRef": {"name": e.secret_ref.name, "key": e.secret_ref.key}}}
-            for e in batch.secrets.env
-        )]  # fmt: skip
+        # envSecretKeyRefs, not env[].valueFrom: spark-submit applies these itself
+        # (spark.kubernetes.{driver,executor}.secretKeyRef.*), with or without the webhook.
+        pod["envSecretKeyRefs"] = {
+            e.name: {"name": e.secret_ref.name, "key": e.secret_ref.key} for e in batch.secrets.env
+        }
     pod.update(_placement(batch.driver_placement if role == "driver" else batch.executor_placement))
     if batch.priority_class_name is not None:
         pod["priorityClassName"] = batch.priority_class_name

@@ -55,17 +55,26 @@ def run(job: str, master: str | None, job_args: tuple[str, ...]) -> None:
 @spark.command(context_settings=_PASS_THROUGH)
 @config_option("CHAINLOOM_SPARK_CONFIG")
 @click.option("--name", help="metadata.name (default: spark.app_name or chainloom-JOB).")
+@click.option(
+    "--with-access",
+    is_flag=True,
+    help="Also print the driver's ServiceAccount, Role and RoleBinding (before the application).",
+)
 @click.argument("job", type=JOB_CHOICE)
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
 def manifest(
-    config_path: str | None, name: str | None, job: str, job_args: tuple[str, ...]
+    config_path: str | None,
+    name: str | None,
+    with_access: bool,
+    job: str,
+    job_args: tuple[str, ...],
 ) -> None:
     """Print the SparkApplication YAML that runs JOB with JOB_ARGS on Kubernetes."""
     import yaml
 
     from chainloom_spark.errors import JobArgumentError
     from chainloom_spark.jobs import check_arguments
-    from chainloom_spark.manifest import render_application
+    from chainloom_spark.manifest import render_application, render_driver_access
     from chainloom_spark.settings import SparkJobSettings
 
     settings = load_or_exit(SparkJobSettings, config_path, {})
@@ -73,5 +82,6 @@ def manifest(
         check_arguments(job, list(job_args))
     except JobArgumentError as error:
         fail(str(error))
-    document = render_application(job, list(job_args), settings, name=name)
-    click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
+    documents = render_driver_access(settings) if with_access else []
+    documents.append(render_application(job, list(job_args), settings, name=name))
+    click.echo(yaml.safe_dump_all(documents, sort_keys=False), nl=False)

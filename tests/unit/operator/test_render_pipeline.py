@@ -140,7 +140,8 @@ def test_an_otlp_endpoint_reaches_the_indexer_and_its_own_env_wins() -> None:
 
 
 def _pod_env(pod: dict[str, Any]) -> dict[str, str]:
-    return {variable["name"]: variable["value"] for variable in pod.get("env", [])}
+    found: dict[str, str] = pod.get("envVars", {})
+    return found
 
 
 def test_an_otlp_endpoint_reaches_the_spark_driver_and_executors() -> None:
@@ -158,11 +159,11 @@ def test_an_otlp_endpoint_reaches_the_spark_driver_and_executors() -> None:
     (plain,) = render_pipeline(OWNER, model, BIGTABLE)
     for pod in ("driver", "executor"):
         assert not any(name.startswith("OTEL_") for name in _pod_env(plain["spec"][pod]))
-        app["spec"][pod]["env"] = [
-            v for v in app["spec"][pod]["env"] if not v["name"].startswith("OTEL_")
-        ]
-        if not app["spec"][pod]["env"]:
-            del app["spec"][pod]["env"]
+        app["spec"][pod]["envVars"] = {
+            k: v for k, v in app["spec"][pod]["envVars"].items() if not k.startswith("OTEL_")
+        }
+        if not app["spec"][pod]["envVars"]:
+            del app["spec"][pod]["envVars"]
     assert app == plain
 
 
@@ -190,8 +191,7 @@ def test_the_pipelines_own_spark_env_wins_over_the_operators() -> None:
     model = IngestPipelineSpec.model_validate(spec)
     (app,) = render_pipeline(OWNER, model, BIGTABLE, otlp_endpoint="http://c:4318")
     driver = app["spec"]["driver"]
-    names = [variable["name"] for variable in driver["env"]]
-    assert names.count("OTEL_SERVICE_NAME") == 1
+    assert "env" not in driver  # envVars: a map, one value per name
     env = _pod_env(driver)
     assert env["OTEL_SERVICE_NAME"] == "ingest-eu"
     assert env["OTEL_TRACES_SAMPLER"] == "always_off"

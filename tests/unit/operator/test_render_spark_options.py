@@ -85,8 +85,9 @@ def test_every_option_becomes_its_v1beta2_field() -> None:
     for pod in (driver, executor):
         assert pod["secrets"] == [{"name": "bigtable-key", "path": "/var/run/gcp",
                                    "secretType": "GCPServiceAccount"}]  # fmt: skip
-        assert pod["env"][-1] == {"name": "CHAINLOOM_CASSANDRA__PASSWORD", "valueFrom": {
-            "secretKeyRef": {"name": "cassandra", "key": "password"}}}  # fmt: skip
+        assert pod["envSecretKeyRefs"] == {
+            "CHAINLOOM_CASSANDRA__PASSWORD": {"name": "cassandra", "key": "password"}
+        }
         assert pod["priorityClassName"] == "batch-low"
         assert pod["cores"] >= 1  # the sizes rendered by the spark manifest are kept
     assert driver["nodeSelector"] == {"pool": "drivers"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chainloom.settings import BigtableSettings
-from chainloom_spark.manifest import API_VERSION, render_application
+from chainloom_spark.manifest import API_VERSION, render_application, render_driver_access
 from chainloom_spark.settings import KubernetesSettings, SparkJobSettings, SparkSettings
 
 ARGS = ["--input", "s3a://bucket/vaas/", "--table", "wormhole-events"]
@@ -23,6 +23,7 @@ def test_defaults_render_a_runnable_application():
     assert "spark.ui.enabled" not in spec["sparkConf"]
     assert spec["driver"]["serviceAccount"] == "chainloom-spark"
     assert "env" not in spec["driver"]
+    assert "envVars" not in spec["driver"]
 
 
 def test_settings_choose_image_resources_conf_and_env():
@@ -55,11 +56,28 @@ def test_settings_choose_image_resources_conf_and_env():
     assert (spec["executor"]["instances"], spec["executor"]["cores"]) == (5, 2)
     assert spec["executor"]["memory"] == "4g"
     assert spec["sparkConf"]["spark.executor.extraJavaOptions"] == "-X"
-    env = {e["name"]: e["value"] for e in spec["executor"]["env"]}
+    env = spec["executor"]["envVars"]
     assert env == {
         "CHAINLOOM_BIGTABLE__PROJECT": "prod",
         "CHAINLOOM_BIGTABLE__INSTANCE": "events",
         "CHAINLOOM_SPARK__LOG_LEVEL": "INFO",
     }
-    assert spec["driver"]["env"] == spec["executor"]["env"]
-    assert spec["driver"]["env"] is not spec["executor"]["env"]  # no YAML aliases
+    assert spec["driver"]["envVars"] == spec["executor"]["envVars"]
+    assert spec["driver"]["envVars"] is not spec["executor"]["envVars"]  # no YAML aliases
+    assert "env" not in spec["driver"]  # applied only by the spark-operator's webhook
+
+
+def test_the_driver_gets_a_service_account_allowed_to_run_its_executors():
+    settings = SparkJobSettings(kubernetes=KubernetesSettings(namespace="data"))
+    account, role, binding = render_driver_access(settings)
+    assert (account["kind"], account["metadata"]["name"]) == ("ServiceAccount", "chainloom-spark")
+    application = render_application("vaa-ingest", ARGS, settings)
+    assert application["spec"]["driver"]["serviceAccount"] == account["metadata"]["name"]
+    assert {doc["metadata"]["namespace"] for doc in (account, role, binding)} == {"data"}
+    (rule,) = role["rules"]
+    assert {"pods", "services", "configmaps"} <= set(rule["resources"])
+    assert {"create", "watch", "delete"} <= set(rule["verbs"])
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "chainloom-spark", "namespace": "data"}
+    ]

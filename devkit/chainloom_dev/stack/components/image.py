@@ -133,6 +133,9 @@ class ImageRecipe:
     """Import the archive on every start; ``False``: only when containerd lacks its manifest
     digest (a gigabyte is not imported twice)."""
 
+    entrypoint: tuple[str, ...] = ("chainloom",)
+    """What a container of the image runs when its pod names no ``command``."""
+
     def base_packages(self) -> tuple[str, ...]:
         """Everything ``debootstrap`` adds to ``minbase``."""
         return (*BASE_PACKAGES, *self.extra_packages)
@@ -170,13 +173,13 @@ class ImageRecipe:
         return cache_dir() / "images" / f"{self.archive_cache}-{inputs[:16]}.oci.tar"
 
     def image_config(self, inputs: str) -> ImageConfig:
-        """What the image runs: ``chainloom``, as the ``chainloom`` user, labelled with its
-        inputs."""
+        """What the image runs (its :attr:`entrypoint`), as the ``chainloom`` user, labelled
+        with its inputs."""
         labels = {"io.chainloom.inputs": inputs}
         if self.variant:
             labels["io.chainloom.variant"] = self.variant
         return ImageConfig(
-            entrypoint=("chainloom",),
+            entrypoint=self.entrypoint,
             env=(
                 "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                 *self.env,

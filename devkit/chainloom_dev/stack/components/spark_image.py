@@ -12,8 +12,8 @@ caches beside the plain image's:
    itself uninstalled again: cached by ``pyproject.toml``.
 3. Per source tree: the chainloom wheel installed into a copy of that, ``submit.py`` placed
    where the SparkApplication's ``mainApplicationFile`` names it, packed with ``JAVA_HOME`` set
-   and imported only when containerd lacks it (a gigabyte). Cached by the plain image's input
-   hash plus this recipe.
+   and Spark's Kubernetes entry point (:data:`ENTRYPOINT`), imported only when containerd lacks
+   it (a gigabyte). Cached by the plain image's input hash plus this recipe.
 
 It is built only when asked for (``chainloom-dev stack image --spark``, or the Spark node test),
 never by ``stack up --node``: about a gigabyte that most runs do not need. The cache names
@@ -44,6 +44,10 @@ APPLICATION_FILE = Path("opt/chainloom/spark-apps/chainloom_spark/submit.py")
 """Where ``submit.py`` lies in the image (relative to its root): the default
 ``kubernetes.application_file`` (``local:///opt/chainloom/...``), as in the Dockerfile's image."""
 
+ENTRYPOINT = ("python3", "-m", "chainloom_spark.pod_entrypoint")
+"""Spark's Kubernetes contract (``driver ...`` / ``executor``), anything else to ``chainloom``
+(:mod:`chainloom_spark.pod_entrypoint`): what the spark-operator's driver and executor pods run."""
+
 SPARK_RECIPE_VERSION = "1"
 """Bump when the steps change, so cached Spark images are rebuilt."""
 
@@ -72,6 +76,7 @@ SPARK_RECIPE = ImageRecipe(
     files=(("spark-apps/chainloom_spark/submit.py", APPLICATION_FILE),),
     layered_on=PLAIN_RECIPE,
     reimport=False,
+    entrypoint=ENTRYPOINT,
 )
 """``chainloom-spark:dev``: the plain image plus Java, pyspark and ``submit.py``. In no stack
 group: ``chainloom-dev stack image --spark`` or ``stack up --only chainloom-spark-image``

@@ -35,12 +35,13 @@ def test_unknown_component_names_the_choices() -> None:
 
 def test_the_node_brings_the_controllers_and_the_api_server() -> None:
     order = manager.resolve([], node=True)
-    assert order[-6:] == [
+    assert order[-7:] == [
         "containerd",
         "cluster-dns",
         "kubelet",
         "kube-proxy",
         "apiserver-relay",
+        "spark-operator",
         "chainloom-image",
     ]
     for needed in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"):
@@ -57,6 +58,7 @@ def test_stopping_the_node_group_leaves_the_control_plane() -> None:
         "kubelet",
         "kube-proxy",
         "apiserver-relay",
+        "spark-operator",
         "chainloom-image",
     ]
     everything_kubernetes = manager.resolve_running(["kubernetes"], recorded)
