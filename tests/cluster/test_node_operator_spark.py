@@ -106,7 +106,11 @@ def _start_driver(kubeconfig: str, namespace: str, application: dict[str, Any]) 
         "image": spec["image"],
         "imagePullPolicy": spec["imagePullPolicy"],
         "command": ["sleep", "600"],
-        "env": driver.get("env", []),
+        # spark-submit turns envSecretKeyRefs into secretKeyRef variables of the pod
+        "env": [
+            {"name": variable, "valueFrom": {"secretKeyRef": ref}}
+            for variable, ref in driver.get("envSecretKeyRefs", {}).items()
+        ],
         "resources": {"requests": {"cpu": str(driver["cores"]), "memory": "64Mi"}},
     }
     pod = {
