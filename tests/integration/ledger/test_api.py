@@ -41,10 +41,8 @@ from xrpl.models.response import Response
 from chainloom.ledger.api.server import ServerThread
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.config import DatabaseSettings, SqliteSettings
-from chainloom.ledger.etl import LedgerEtl
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.dump import DumpWriter
-from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.types import UINT32_MAX, LedgerObject
 from chainloom.ledger.xrpl import binary, keylets
 from chainloom.ledger.xrpl import fields as sf
@@ -53,6 +51,7 @@ from chainloom.ledger.xrpl.hashing import transaction_id
 from chainloom.ledger.xrpl.parse import parse_metadata
 from chainloom.settings import CassandraSettings
 from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
+from tests.ledger_api_support import load
 from tests.unit.ledger.xrpl.test_jsonform import normalize_decoded
 
 FIRST = 38129
@@ -69,16 +68,6 @@ def dump(vectors_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         for sequence, ledger in generator.ledgers(LEDGERS):
             writer.write(ledger, sequence)
     return path
-
-
-def _load(config: DatabaseSettings, dump: Path) -> None:
-    backend = make_backend(config)
-    source = FileLedgerSource(dump)
-    try:
-        LedgerEtl(backend, source).run()
-    finally:
-        backend.close()
-        source.close()
 
 
 @dataclass
@@ -129,7 +118,7 @@ def _serve(config: DatabaseSettings) -> Iterator[Served]:
 def served(dump: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     path = tmp_path_factory.mktemp("sqlite") / "ledger.db"
     config = DatabaseSettings(type="sqlite", sqlite=SqliteSettings(path=str(path)))
-    _load(config, dump)
+    load(config, dump)
     yield from _serve(config)
 
 
@@ -584,7 +573,7 @@ def test_the_same_answers_from_cassandra(
             hosts=(host,), port=port, keyspace=cassandra_keyspace, replication_factor=1
         ),
     )
-    _load(config, dump)
+    load(config, dump)
     for on_cassandra in _serve(config):
         account = encode_account(_busiest_accounts(served, 1)[0])
         for request in (
