@@ -27,7 +27,9 @@ socat "TCP-LISTEN:$bigtable_port,bind=$gateway,fork,reuseaddr" "TCP:$BIGTABLE_EM
 input=$(mktemp -d /tmp/chainloom-demo-spark-XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$input"' EXIT
 cp vaas.txt "$input/vaas.txt"
-chmod 755 "$input"; chmod 644 "$input/vaas.txt"
+# The image holds the product only (no dev kit): the pods read the dev guardians as a file.
+cp dev-sets.json "$input/dev-sets.json"
+chmod 755 "$input"; chmod 644 "$input/vaas.txt" "$input/dev-sets.json"
 
 # Driver and executors read the input from the host (Spark's own hostPath volume settings: the
 # controller runs without its webhook) and reach the emulator through the relay on the node's IP.
@@ -55,7 +57,7 @@ kubectl create namespace "$ns" > /dev/null
 kubectl label namespace "$ns" chainloom.io/spark-operator=enabled > /dev/null  # the stack's spark-operator runs it
 echo "-- chainloom spark manifest --with-access vaa-ingest ... | kubectl apply (ServiceAccount, Role, RoleBinding, SparkApplication)"
 CHAINLOOM_SPARK_CONFIG=spark-k8s.yaml chainloom spark manifest --with-access --name "$app" vaa-ingest \
-  --input /input/vaas.txt --table demo-spark-k8s --guardian-set dev --partitions 4 |
+  --input /input/vaas.txt --table demo-spark-k8s --guardian-set /input/dev-sets.json --partitions 4 |
   kubectl apply -f - > /dev/null
 started=$(date +%s)
 state=""

@@ -27,6 +27,7 @@ import yaml
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.errors import TableMissingError
 from chainloom.settings import BigtableSettings
+from chainloom_dev.sim.dev_guardians import DevGuardians
 from chainloom_dev.stack._model import SilentProgress
 from chainloom_dev.stack.components.image import archive_digest, build_image, import_if_changed
 from chainloom_dev.stack.components.node import ctr
@@ -53,6 +54,8 @@ FINISHED = ("COMPLETED", "FAILED", "SUBMISSION_FAILED")
 
 INPUT_MOUNT = "/input"
 """Where driver and executors see the input directory."""
+GUARDIANS_FILE = "guardians.json"
+"""The dev guardian set, as a guardian-set file in the input directory."""
 
 
 def ensure_spark_operator(cluster: NodeCluster) -> dict[str, Any]:
@@ -102,11 +105,15 @@ def apply(kubeconfig: str, documents: Iterable[dict[str, Any]]) -> None:
 
 
 def input_directory(lines: Iterable[str]) -> Path:
-    """A host directory holding ``vaas.txt`` (one VAA per line), readable by the image's user."""
+    """A host directory holding ``vaas.txt`` (one VAA per line) and ``guardians.json`` (the dev
+    kit's 19 guardians as a guardian-set file: the product image has no dev kit, so pods read
+    the set as a user's pods would), readable by the image's user."""
     directory = Path(tempfile.mkdtemp(prefix="chainloom-spark-input-"))
     (directory / "vaas.txt").write_text("".join(f"{line}\n" for line in lines))
+    (directory / GUARDIANS_FILE).write_text(json.dumps(DevGuardians().sets(0).to_json()))
     directory.chmod(0o755)
-    (directory / "vaas.txt").chmod(0o644)
+    for written in ("vaas.txt", GUARDIANS_FILE):
+        (directory / written).chmod(0o644)
     return directory
 
 
@@ -156,7 +163,8 @@ class NodeJob:
     def application(self, name: str, table: str, *, retries: int = 0) -> dict[str, Any]:
         """vaa-ingest of ``vaas.txt`` into ``table``; ``retries``: restartPolicy OnFailure."""
         arguments = ["--input", f"{INPUT_MOUNT}/vaas.txt", "--table", table,
-                     "--guardian-set", "dev", "--partitions", str(self.partitions)]  # fmt: skip
+                     "--guardian-set", f"{INPUT_MOUNT}/{GUARDIANS_FILE}",
+                     "--partitions", str(self.partitions)]  # fmt: skip
         document = render_application("vaa-ingest", arguments, self.settings(), name=name)
         if retries:
             document["spec"]["restartPolicy"] = {
