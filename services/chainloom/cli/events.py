@@ -55,11 +55,12 @@ def _settings(
     return load_or_exit(EventStoreSettings, options.get("config_path"), flags)
 
 
-def _open(ctx: click.Context) -> BigtableTables:
-    """The tables, once a connection to the store opened within ``bigtable.connect_timeout``
-    (an unreachable store exits 4 in seconds, not after the whole operation deadline)."""
+def _connect(ctx: click.Context) -> BigtableTables:
+    """The tables, once a connection to the store opened within ``bigtable.connect_timeout``;
+    raises :class:`~chainloom.eventstore.errors.StoreUnavailableError` in seconds, not after
+    the whole operation deadline."""
     from chainloom.eventstore.bigtable import check_reachable
-    from chainloom.eventstore.errors import StoreConfigError, StoreUnavailableError
+    from chainloom.eventstore.errors import StoreConfigError
     from chainloom.eventstore.service import locate, open_store
 
     settings = _settings(ctx)
@@ -68,6 +69,14 @@ def _open(ctx: click.Context) -> BigtableTables:
         return open_store(settings)
     except StoreConfigError as error:
         fail(str(error))
+
+
+def _open(ctx: click.Context) -> BigtableTables:
+    """:func:`_connect`, an unreachable store ending the command with one line and exit 4."""
+    from chainloom.eventstore.errors import StoreUnavailableError
+
+    try:
+        return _connect(ctx)
     except StoreUnavailableError as error:
         _unavailable(error)
 
@@ -94,12 +103,13 @@ def _exporting(service_name: str) -> Iterator[None]:
 def _store_errors() -> Iterator[None]:
     """Store errors as one line: an outage exits 4, any other (a missing table) exits 2."""
     from chainloom.eventstore.errors import EventStoreError, StoreUnavailableError
+    from chainloom.wormhole.errors import MessageKeyError
 
     try:
         yield
     except StoreUnavailableError as error:
         _unavailable(error)
-    except EventStoreError as error:
+    except (EventStoreError, MessageKeyError) as error:
         fail(str(error))
 
 
@@ -208,7 +218,7 @@ def put(
         StoreUnavailableError,
         UnverifiedVAAError,
     )
-    from chainloom.eventstore.writer import EventWriter
+    from chainloom.eventstore.writer import EventWriter, PutSummary
     from chainloom.wormhole import SignatureCache, all_known_emitters, parse_vaa_text
     from chainloom.wormhole.errors import WormholeError
 
@@ -227,7 +237,13 @@ def put(
     if tx_id and len(entries) != 1:
         fail("--tx-id needs exactly one input")
     refused = 0
-    with _open(ctx) as tables:
+    try:
+        opened = _connect(ctx)
+    except StoreUnavailableError as error:
+        click.echo(f"error: {error}", err=True)
+        _report(PutSummary(), as_json, not_stored=len(entries))
+        sys.exit(ExitCode.UNAVAILABLE)
+    with opened as tables:
         writer = EventWriter(
             tables,
             sets,
@@ -264,13 +280,14 @@ def _handled(summary: PutSummary) -> int:
 def _price_source(price_file: str | None, price_api: str | None) -> PriceSource | None:
     from chainloom.eventstore.errors import EventStoreError
     from chainloom.eventstore.prices import FilePriceSource, HttpPriceSource
+    from chainloom.wormhole.errors import MessageKeyError
 
     try:
         if price_file:
             return FilePriceSource.from_path(price_file)
         if price_api:
             return HttpPriceSource(price_api)
-    except EventStoreError as error:
+    except (EventStoreError, MessageKeyError) as error:
         fail(str(error))
     return None
 
@@ -326,10 +343,11 @@ def get(ctx: click.Context, families: str | None, as_json: bool, message_id: str
     from chainloom.eventstore.keys import MessageKey
     from chainloom.eventstore.queries import EventReader
     from chainloom.eventstore.schema import EVENT_FAMILY_NAMES
+    from chainloom.wormhole.errors import MessageKeyError
 
     try:
         key = MessageKey.parse(message_id)
-    except EventStoreError as error:
+    except (EventStoreError, MessageKeyError) as error:
         fail(str(error))
     chosen = [f.strip() for f in families.split(",") if f.strip()] if families else None
     unknown = sorted(set(chosen or []) - set(EVENT_FAMILY_NAMES))
