@@ -94,6 +94,14 @@ def chainloom_crds(kubeconfig: str) -> str:
 # The operator as a process, the spark-operator's CRDs
 
 
+def install_crds_with_spark(kubeconfig: str) -> None:
+    """:func:`install_crds`, and the spark-operator's CRDs beside them, established."""
+    install_crds(kubeconfig)
+    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts",
+            "--field-manager=chainloom-tests", "-f", str(spark_operator_crds()))  # fmt: skip
+    wait_established(kubeconfig, "sparkapplications.sparkoperator.k8s.io")
+
+
 def spark_operator_crds() -> Path:
     """The spark-operator's published CRDs (its chart's ``crds/``) at the version the stack
     runs (``chainloom_dev.stack.versions.SPARK_OPERATOR``), fetched once from the Go module

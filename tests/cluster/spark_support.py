@@ -11,12 +11,14 @@ the stack's Bigtable emulator through a relay on the node's IP (:func:`host_rela
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,7 @@ from chainloom_dev.stack.components.spark_operator import NAMESPACE_LABEL
 from chainloom_spark.manifest import render_application, render_driver_access
 from chainloom_spark.settings import KubernetesSettings, SparkJobSettings, SparkSettings
 from tests.cluster.node_support import wait_explained
-from tests.conftest import NodeCluster
+from tests.conftest import NodeCluster, StackForTests
 from tests.operator_support import kubectl
 
 APP_LABEL = "sparkoperator.k8s.io/app-name"
@@ -247,6 +249,32 @@ def termination_summary(kubeconfig: str, namespace: str, driver: str) -> dict[st
     (container,) = found["status"]["containerStatuses"]
     summary: dict[str, Any] = json.loads(container["state"]["terminated"]["message"])
     return summary
+
+
+@contextlib.contextmanager
+def exported_emulator(local_stack: StackForTests) -> Iterator[str]:
+    """The stack's Bigtable emulator, exported for this process while the block runs (the
+    tests read the tables here)."""
+    address = local_stack.require("bigtable")["bigtable"].address
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BIGTABLE_EMULATOR_HOST", address)
+        yield address
+
+
+def local_reference(vaas: list[bytes], guardian_set: str, directory: Path) -> Any:
+    """The tables of ``vaas`` as a local-mode vaa-ingest run writes them (in this process's
+    Spark session): what every node run is compared with, cell for cell."""
+    from chainloom_spark.jobs import vaa_ingest
+
+    path = directory / "vaas.txt"
+    path.write_text("".join(raw.hex() + "\n" for raw in vaas))
+    table = f"ref-{uuid.uuid4().hex[:10]}"
+    code = vaa_ingest.main(["--input", str(path), "--table", table, "--guardian-set",
+                            guardian_set, "--partitions", "8"])  # fmt: skip
+    assert code == 0
+    contents = table_contents(table)
+    assert len(contents[0]) == len(vaas)
+    return contents
 
 
 def table_contents(table: str) -> tuple[dict[str, Any], list[Any]]:

@@ -26,12 +26,10 @@ from tests.cluster.node_support import NODE_IMAGE, ON_THE_NODE
 from tests.conftest import REPO_ROOT, NodeCluster
 from tests.operator_support import (
     OperatorProcess,
-    install_crds,
+    install_crds_with_spark,
     kubectl,
     kubectl_json,
-    spark_operator_crds,
     start_operator,
-    wait_established,
     wait_for,
 )
 
@@ -46,10 +44,7 @@ def operator(
 ) -> Iterator[OperatorProcess]:
     """The operator (a host process) on the node's API server, the CRDs and a sink there."""
     kubeconfig = node_cluster.kubeconfig
-    install_crds(kubeconfig)
-    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts",
-            "--field-manager=chainloom-tests", "-f", str(spark_operator_crds()))  # fmt: skip
-    wait_established(kubeconfig, "sparkapplications.sparkoperator.k8s.io")
+    install_crds_with_spark(kubeconfig)
     running = start_operator(kubeconfig, node_namespace, tmp_path / "operator.log",
                              env={"BIGTABLE_EMULATOR_HOST": bigtable_emulator})  # fmt: skip
     table = yaml.safe_load((REPO_ROOT / "docs/samples/backendtable-bigtable.yaml").read_text())

@@ -22,7 +22,6 @@ import yaml
 from chainloom.wormhole.vaa import parse_vaa
 from chainloom_dev.sim.dev_guardians import DevGuardians
 from chainloom_dev.sim.vaa_workload import Mix, generate_vaas
-from chainloom_spark.jobs import vaa_ingest
 from tests.cluster.node_support import host_relay, node_gateway, tilt_devnet_quorum, wait_explained
 from tests.cluster.spark_support import (
     INPUT_MOUNT,
@@ -30,22 +29,22 @@ from tests.cluster.spark_support import (
     apply,
     ensure_spark_operator,
     explain,
+    exported_emulator,
     get_application,
     import_spark_image,
     input_directory,
     label_namespace,
+    local_reference,
     running_pods,
     table_contents,
     termination_summary,
 )
 from tests.conftest import REPO_ROOT, NodeCluster, StackForTests
 from tests.operator_support import (
-    install_crds,
+    install_crds_with_spark,
     kubectl,
     kubectl_json,
-    spark_operator_crds,
     start_operator,
-    wait_established,
 )
 
 NAME = "ingest"
@@ -67,25 +66,14 @@ def vaas() -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def emulator(local_stack: StackForTests) -> Iterator[str]:
-    """The stack's Bigtable emulator, exported for this process (the tables are read here)."""
-    address = local_stack.require("bigtable")["bigtable"].address
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BIGTABLE_EMULATOR_HOST", address)
+    with exported_emulator(local_stack) as address:
         yield address
 
 
 @pytest.fixture(scope="module")
 def reference(spark: Any, emulator: str, vaas: list[bytes], tmp_path_factory: Any) -> Any:
-    """The input's tables as a local-mode run writes them (in this process's session)."""
-    path = tmp_path_factory.mktemp("reference") / "vaas.txt"
-    path.write_text("".join(raw.hex() + "\n" for raw in vaas))
-    table = f"ref-{uuid.uuid4().hex[:10]}"
-    code = vaa_ingest.main(["--input", str(path), "--table", table, "--guardian-set",
-                            "devnet", "--partitions", "8"])  # fmt: skip
-    assert code == 0
-    contents = table_contents(table)
-    assert len(contents[0]) == len(vaas)
-    return contents
+    """The input's tables as a local-mode run writes them."""
+    return local_reference(vaas, "devnet", tmp_path_factory.mktemp("reference"))
 
 
 def _pipeline(job: NodeJob, table: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -127,10 +115,7 @@ def run(node_cluster: NodeCluster, emulator: str, vaas: list[bytes]) -> Iterator
     kubeconfig = node_cluster.kubeconfig
     image = import_spark_image(node_cluster)
     ensure_spark_operator(node_cluster)
-    install_crds(kubeconfig)
-    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts",
-            "--field-manager=chainloom-tests", "-f", str(spark_operator_crds()))  # fmt: skip
-    wait_established(kubeconfig, "sparkapplications.sparkoperator.k8s.io")
+    install_crds_with_spark(kubeconfig)
     namespace, table = f"e-{uuid.uuid4().hex[:10]}", f"ipl-{uuid.uuid4().hex[:8]}"
     node_cluster.kubectl_run("create", "namespace", namespace)
     directory = input_directory(raw.hex() for raw in vaas)

@@ -42,17 +42,18 @@ from chainloom_dev.stack.components.spark_operator import (
     start_controller,
     stop_controller,
 )
-from chainloom_spark.jobs import vaa_ingest
 from tests.cluster.node_support import NODE_IMAGE, host_relay, node_gateway
 from tests.cluster.spark_support import (
     NodeJob,
     apply,
     ensure_spark_operator,
     explain,
+    exported_emulator,
     get_application,
     import_spark_image,
     input_directory,
     label_namespace,
+    local_reference,
     pods,
     row_count,
     running_pods,
@@ -64,12 +65,10 @@ from tests.cluster.spark_support import (
 from tests.conftest import NodeCluster, StackForTests
 from tests.operator_support import (
     OperatorProcess,
-    install_crds,
+    install_crds_with_spark,
     kubectl,
     kubectl_json,
-    spark_operator_crds,
     start_operator,
-    wait_established,
     wait_for,
 )
 
@@ -96,25 +95,14 @@ def vaas() -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def emulator(local_stack: StackForTests) -> Iterator[str]:
-    """The stack's Bigtable emulator, exported for this process (the tables are read here)."""
-    address = local_stack.require("bigtable")["bigtable"].address
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BIGTABLE_EMULATOR_HOST", address)
+    with exported_emulator(local_stack) as address:
         yield address
 
 
 @pytest.fixture(scope="module")
 def reference(spark: Any, emulator: str, vaas: list[bytes], tmp_path_factory: Any) -> Any:
-    """The input's tables as a local-mode run writes them (in this process's session)."""
-    path = tmp_path_factory.mktemp("reference") / "vaas.txt"
-    path.write_text("".join(raw.hex() + "\n" for raw in vaas))
-    table = f"ref-{uuid.uuid4().hex[:10]}"
-    code = vaa_ingest.main(["--input", str(path), "--table", table, "--guardian-set", "dev",
-                            "--partitions", "8"])  # fmt: skip
-    assert code == 0
-    contents = table_contents(table)
-    assert len(contents[0]) == len(vaas)
-    return contents
+    """The input's tables as a local-mode run writes them."""
+    return local_reference(vaas, "dev", tmp_path_factory.mktemp("reference"))
 
 
 @pytest.fixture(scope="module")
@@ -307,10 +295,7 @@ def operator_on_node_api(
 ) -> Iterator[OperatorProcess]:
     """The operator (a host process) on the node's API server, the CRDs installed there."""
     kubeconfig = node_cluster.kubeconfig
-    install_crds(kubeconfig)
-    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts",
-            "--field-manager=chainloom-tests", "-f", str(spark_operator_crds()))  # fmt: skip
-    wait_established(kubeconfig, "sparkapplications.sparkoperator.k8s.io")
+    install_crds_with_spark(kubeconfig)
     running = start_operator(kubeconfig, node_namespace, tmp_path / "operator.log",
                              env={"BIGTABLE_EMULATOR_HOST": bigtable_emulator})  # fmt: skip
     yield running
