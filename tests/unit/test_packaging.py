@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -98,9 +99,18 @@ def test_the_wheel_holds_only_the_product(tmp_path) -> None:
     kit (the local stack, the simulators, ``chainloom-dev``)."""
     import zipfile
 
+    # A copy of what the wheel is built from: setuptools reuses a checkout's build/ directory,
+    # and one left from before the dev kit moved out would put the old files back.
+    source = tmp_path / "source"
+    for name in ("pyproject.toml", "README.md"):
+        source.mkdir(exist_ok=True)
+        shutil.copy(REPO_ROOT / name, source / name)
+    for tree in ("services", "operator", "spark-apps"):
+        shutil.copytree(REPO_ROOT / tree, source / tree,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))  # fmt: skip
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-         "--wheel-dir", str(tmp_path), str(REPO_ROOT)],
+         "--wheel-dir", str(tmp_path), str(source)],
         capture_output=True, text=True, check=False, timeout=600,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
