@@ -8,7 +8,6 @@ rippled's gRPC API (``org.xrpl.rpc.v1``), the stand-in for rippled that the ETL 
 from __future__ import annotations
 
 import json
-import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -108,22 +107,15 @@ def generate(
 )
 def replay(dump: Path, listen: str, interval: float) -> None:
     """Serve a dump over rippled's gRPC API (org.xrpl.rpc.v1) until interrupted."""
+    from chainloom.signals import stop_signals
     from chainloom_dev.sim.ledger_replay import ReplayServer
 
     check_input_file(dump, option="DUMP")
     server = ReplayServer(dump, interval=interval)
-
-    def stop(signum: int, frame: object) -> None:
-        del signum, frame
-        server.stop()
-
-    # Handlers of our own: SIGTERM is how Kubernetes stops a pod, and a SIGINT that the parent
-    # shell set to "ignored" (background jobs of a script) must still stop the server.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, stop)
-    port = server.start(listen)
-    click.echo(f"replaying {dump} on {listen.rpartition(':')[0]}:{port}", err=True)
-    try:
-        server.wait()
-    finally:
-        server.stop()
+    with stop_signals() as stop:
+        port = server.start(listen)
+        try:
+            click.echo(f"replaying {dump} on {listen.rpartition(':')[0]}:{port}", err=True)
+            stop.wait()
+        finally:
+            server.stop()

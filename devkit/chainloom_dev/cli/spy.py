@@ -312,10 +312,9 @@ def serve_public_api(
     an unreachable event store 4.
     """
     import dataclasses
-    import signal
-    import threading
 
     from chainloom.eventstore.queries import EventReader
+    from chainloom.signals import stop_signals
     from chainloom_dev.sim.publicrpc_server import (
         PublicRpcServer,
         PublicRpcServicer,
@@ -340,17 +339,15 @@ def serve_public_api(
         archive = files_archive = load_archive(files)
         what = f"{len(files_archive)} VAAs"
     server = PublicRpcServer(PublicRpcServicer(archive, withhold=withheld, fail=failing), address)
-    try:
-        server.start()
-    except BaseException:
-        if tables is not None:
-            tables.close()
-        raise
-    click.echo(f"public-api: {what}, listening on {server.target}", err=True)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    stop.wait()
+    with stop_signals() as stop:
+        try:
+            server.start()
+        except BaseException:
+            if tables is not None:
+                tables.close()
+            raise
+        click.echo(f"public-api: {what}, listening on {server.target}", err=True)
+        stop.wait()
     server.stop()
     if tables is not None:
         tables.close()

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import redis
 
@@ -31,6 +31,7 @@ from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.relayer.wallet import Wallet
 from chainloom.relayer.worker import Worker, WorkerSettings
+from chainloom.signals import stop_signals
 from chainloom.spy.client import SpyClient
 from chainloom.spy.protocol import EmitterKey
 from chainloom.wormhole import CHAINS, chain_id
@@ -111,11 +112,14 @@ def run_worker(
     """
     worker = build_worker(settings, chain, wallet, adapters)
     observed = telemetry.setup(WORKER_SERVICE)
-    signal.signal(signal.SIGTERM, lambda *_: worker.stop())
     try:
-        worker.run()
-    except KeyboardInterrupt:
-        worker.stop()
+        # The loop runs in a thread of its own so that the main thread can wait for the signal
+        # and call ``stop`` in plain code (see chainloom.signals for why not in the handler).
+        with stop_signals() as stop, ThreadPoolExecutor(1, thread_name_prefix="worker") as pool:
+            running = pool.submit(worker.run)
+            stop.wait(until=running.done)
+            worker.stop()
+            running.result()
     finally:
         observed.shutdown()
 
