@@ -149,9 +149,11 @@ def _deployment(
     config_hash: str,
     where: Placement,
     strategy: dict[str, Any] | None = None,
+    min_ready_seconds: int = 0,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "replicas": replicas,
+        "minReadySeconds": min_ready_seconds,
         "selector": {"matchLabels": selector},
         "template": {
             "metadata": {
@@ -230,6 +232,12 @@ def listener_service(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
     }  # fmt: skip
 
 
+WORKER_MIN_READY_SECONDS = 5
+"""How long a worker's container must have run before its Deployment counts it available. A
+worker serves no port to probe, so without this a worker that exits at start (a bad setting, a
+missing adapter) would be "available" for the moment it ran, and the pool Ready."""
+
+
 def worker_deployment(
     owner: Owner, spec: RelayerPoolSpec, chain: ChainSpec, wallet: WalletSpec, config_hash: str,
     *, otlp_endpoint: str | None = None,
@@ -270,7 +278,8 @@ def worker_deployment(
     return _deployment(owner, worker_name(owner, chain.chain, wallet), pod_labels=pod_labels,
                        selector=selector, replicas=1, container=container,
                        volumes=[_config_volume(owner), wallet_volume], config_hash=config_hash,
-                       where=spec.placement, strategy={"type": "Recreate"})  # fmt: skip
+                       where=spec.placement, strategy={"type": "Recreate"},
+                       min_ready_seconds=WORKER_MIN_READY_SECONDS)  # fmt: skip
 
 
 def network_policy(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:

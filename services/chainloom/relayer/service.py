@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 

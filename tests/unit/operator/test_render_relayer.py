@@ -15,6 +15,7 @@ from chainloom.settings import load_settings
 from chainloom_operator._render.common import Owner, stale_children
 from chainloom_operator._render.relayer import (
     WALLET_FILE,
+    WORKER_MIN_READY_SECONDS,
     render_relayer_pool,
     secret_references,
 )
@@ -61,6 +62,8 @@ def test_one_worker_per_wallet_with_its_key_as_a_file() -> None:
     worker = _render(_sample())[("Deployment", "mainnet-worker-ethereum-hot-2")]
     assert worker["spec"]["replicas"] == 1
     assert worker["spec"]["strategy"] == {"type": "Recreate"}
+    # No port to probe: a worker counts as available only once it has kept running a while.
+    assert worker["spec"]["minReadySeconds"] == WORKER_MIN_READY_SECONDS > 0
     pod = worker["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["args"][:4] == ["relayer", "work", "--chain", "2"]

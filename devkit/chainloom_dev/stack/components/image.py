@@ -136,6 +136,11 @@ class ImageRecipe:
     entrypoint: tuple[str, ...] = ("chainloom",)
     """What a container of the image runs when its pod names no ``command``."""
 
+    dev_kit: bool = False
+    """Also install the dev kit (``chainloom-dev``, from ``devkit/``), whose entry points give
+    pods the simulated chains (``worker.adapter: redis-sim``) that node tests relay to. Only a
+    development image has it: the Dockerfile's image is the product alone."""
+
     def base_packages(self) -> tuple[str, ...]:
         """Everything ``debootstrap`` adds to ``minbase``."""
         return (*BASE_PACKAGES, *self.extra_packages)
@@ -147,7 +152,8 @@ class ImageRecipe:
             sources = self.layered_on.input_hash(root)
             return hashlib.sha256(header.encode() + sources.encode()).hexdigest()
         digest = hashlib.sha256(f"{self.version} {DEBIAN_SUITE} {self.extras}\n".encode())
-        for path in _source_files(root):
+        trees = (*_SOURCE_TREES, *(("devkit",) if self.dev_kit else ()))
+        for path in _source_files(root, trees):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0")
             digest.update(path.read_bytes() if path.exists() else b"")
         return digest.hexdigest()
@@ -201,8 +207,10 @@ PLAIN_RECIPE = ImageRecipe(
     dependencies_cache="chainloom-dependencies",
     archive_cache="chainloom",
     rebuild_command="chainloom-dev stack image",
+    dev_kit=True,
 )
-"""``chainloom:dev``: the operator's extras, nothing else (the operator runs from it)."""
+"""``chainloom:dev``: the operator's extras and the dev kit (the operator runs from it; relayer
+workers on the node relay to the dev kit's simulated chains)."""
 
 
 def source_root() -> Path:
@@ -218,11 +226,11 @@ def source_root() -> Path:
     return root
 
 
-def _source_files(root: Path) -> list[Path]:
+def _source_files(root: Path, trees: tuple[str, ...]) -> list[Path]:
     """``pyproject.toml``, ``README.md`` and the source trees' files, byte code and caches left
     out, in a stable order."""
     files = [root / "pyproject.toml", root / "README.md"]
-    for tree in _SOURCE_TREES:
+    for tree in trees:
         for path in sorted((root / tree).rglob("*")):
             relative = path.relative_to(root)
             skipped = _SKIPPED.intersection(relative.parts) or path.suffix == ".pyc"
@@ -418,6 +426,9 @@ def _build_into(
     rootfs = work / "rootfs"
     copy_tree(dependencies_rootfs, rootfs)
     pip_install_offline(rootfs, work / "wheels", "--no-deps", "chainloom")
+    if recipe.dev_kit:
+        pip_wheel(root, work / "dev-wheels", "--no-deps", str(root / "devkit"))
+        pip_install_offline(rootfs, work / "dev-wheels", "--no-deps", "chainloom-dev")
     add_user(rootfs)
     for source, placed in recipe.files:
         (rootfs / placed).parent.mkdir(parents=True, exist_ok=True)
