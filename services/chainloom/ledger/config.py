@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from chainloom.ledger.errors import LedgerConfigError
-from chainloom.settings import CassandraSettings, ServiceSettings
+from chainloom.settings import BackoffSettings, CassandraSettings, ServiceSettings
 from chainloom.settings.loader import describe_validation_error
 from chainloom.settings.parts import Part
+from chainloom.urls import check_http_url
 
 BACKEND_TYPES = ("cassandra", "sqlite")
 """The values ``database.type`` accepts."""
@@ -74,6 +75,46 @@ class DatabaseSettings(Part):
             raise LedgerConfigError(describe_validation_error(error, root)) from None
 
 
+class ForwardingBackoffSettings(BackoffSettings):
+    """How long a rippled endpoint that failed is left out before it is asked again."""
+
+    initial: float = Field(default=1.0, ge=0, description="Seconds after the first failure.")
+    maximum: float = Field(
+        default=30.0, ge=0, description="Upper bound of the wait, however long the outage."
+    )
+
+
+class ForwardingSettings(Part):
+    """``forwarding``: the rippled servers that ``chainloom ledger api`` forwards the calls
+    needing a live server to (``submit``, ``fee``, ``ledger_index: "current"``, ...), as Clio
+    forwards to its ``etl_sources`` (``docs/ledger-api.md``)."""
+
+    rippled: tuple[str, ...] = Field(
+        default=(),
+        description="rippled JSON-RPC URLs (http:// or https://, the port of a [port_rpc_*] "
+        "stanza), asked in this order; a user:password in one is a secret, never shown. "
+        "Empty: nothing is forwarded and the methods only rippled answers give notEnabled.",
+    )
+    request_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds one endpoint may take to answer a forwarded call (connecting "
+        "included); past it the next endpoint is asked (Clio's forwarding.request_timeout).",
+    )
+    backoff: ForwardingBackoffSettings = Field(
+        default_factory=ForwardingBackoffSettings,
+        description="How long an endpoint that failed is skipped (it grows while it keeps "
+        "failing, and resets when it answers).",
+    )
+
+    @field_validator("rippled")
+    @classmethod
+    def _usable_urls(cls, urls: tuple[str, ...]) -> tuple[str, ...]:
+        for url in urls:
+            check_http_url(url)
+        return urls
+
+
 class LedgerSettings(ServiceSettings):
     """Everything the ledger ETL and its readers need."""
 
@@ -81,4 +122,8 @@ class LedgerSettings(ServiceSettings):
 
     database: DatabaseSettings = Field(
         default_factory=DatabaseSettings, description="The history backend."
+    )
+    forwarding: ForwardingSettings = Field(
+        default_factory=ForwardingSettings,
+        description="Where the ledger API forwards what needs a live rippled.",
     )
