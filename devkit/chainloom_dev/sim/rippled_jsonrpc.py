@@ -9,7 +9,7 @@ an ``engine_result`` for it (``tesSUCCESS`` the first time a transaction is seen
 ``tefPAST_SEQ`` for a copy), and refuses anything else with rippled's ``unknownCmd``.
 
 For failover tests it can be told to **fail** (HTTP 503 with rippled's plain-text overload
-line, which is no JSON-RPC answer) or to **hang** (hold every request until it is stopped),
+line, which is no JSON-RPC answer) or to **hang** (hold every request until it stops),
 and it **counts** the calls it received (:attr:`RippledStandIn.calls`: method and params, in
 order), so a test sees which instance a call reached and that none was sent twice. It runs on
 the project's HTTP stack (:mod:`chainloom.web`) in a thread of its own
@@ -238,8 +238,9 @@ _METHODS: dict[str, Callable[[RippledStandIn, dict[str, Any]], dict[str, Any]]] 
 ERRORS = JsonErrors("error", {}, log_name="rippled stand-in")
 
 
-def make_standin_app(standin: RippledStandIn) -> FastAPI:
-    """``POST /``: one JSON-RPC call, treated as :attr:`RippledStandIn.mode` says."""
+def make_standin_app(standin: RippledStandIn, release: asyncio.Event) -> FastAPI:
+    """``POST /``: one JSON-RPC call, treated as :attr:`RippledStandIn.mode` says; a hanging
+    call is held until ``release`` is set (then answered as a failure)."""
     app = make_app("rippled stand-in", ERRORS, routes_hint="POST /")
 
     @app.post("/")
@@ -255,7 +256,8 @@ def make_standin_app(standin: RippledStandIn) -> FastAPI:
         if standin.mode is Mode.FAIL:
             return Response(OVERLOADED, 503, media_type="text/plain")
         if standin.mode is Mode.HANG:
-            await asyncio.sleep(3600)
+            await release.wait()
+            return Response(OVERLOADED, 503, media_type="text/plain")
         result = standin.answer(method, params)
         return Response(orjson.dumps({"result": result}), 200, media_type="application/json")
 
@@ -270,7 +272,9 @@ class RippledStandInThread:
         self.standin = standin or RippledStandIn()
         limits = Limits(max_body_bytes=1 << 20, header_timeout=20.0, body_timeout=20.0,
                         log_name="rippled stand-in")  # fmt: skip
-        self._server = WebServer(make_standin_app(self.standin), host, port, limits, ERRORS)
+        self._release = asyncio.Event()
+        app = make_standin_app(self.standin, self._release)
+        self._server = WebServer(app, host, port, limits, ERRORS)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self.url = ""
@@ -284,7 +288,10 @@ class RippledStandInThread:
         return self.url
 
     def stop(self) -> None:
-        """Stop serving (requests still hanging are cancelled) and end the thread."""
+        """Stop serving (requests still hanging are let go first) and end the thread; once."""
+        if self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._release.set)
         stopping = self._server.stop(drain_timeout=1.0)
         asyncio.run_coroutine_threadsafe(stopping, self._loop).result(60)
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -155,8 +155,6 @@ class _Health:
     """Failures in a row (0: healthy)."""
     skip_until: float = 0.0
     """Monotonic time before which the endpoint is not asked."""
-    last_failure: str = "connectionError"
-    """How it failed last (one of :data:`FAILURE_ORDER`)."""
 
 
 class EndpointPool:
@@ -167,6 +165,7 @@ class EndpointPool:
 
     def __init__(self, count: int, backoff: Backoff, rng: random.Random | None = None) -> None:
         self._health = [_Health() for _ in range(count)]
+        self._latest = "connectionError"
         self._backoff = backoff
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not a secret
 
@@ -178,7 +177,7 @@ class EndpointPool:
         """Record a failure of endpoint ``index``; whether it was healthy until now."""
         health = self._health[index]
         health.failures += 1
-        health.last_failure = failure
+        self._latest = failure
         health.skip_until = now + self._backoff.after_failures(health.failures, self._rng)
         return health.failures == 1
 
@@ -190,6 +189,8 @@ class EndpointPool:
         health.skip_until = 0.0
         return was_failing
 
-    def last_failures(self) -> list[str]:
-        """How each failing endpoint failed last."""
-        return [h.last_failure for h in self._health if h.failures]
+    @property
+    def latest_failure(self) -> str:
+        """How the endpoint that failed most recently failed (what a call answers when every
+        endpoint is in its backoff and none is asked)."""
+        return self._latest

@@ -102,7 +102,7 @@ class RippledForwarder:
                 log.info("ledger api: rippled %s answers again", self._shown[index])
             self._end_outage(index)
             return answer
-        token = worst(failures or self._pool.last_failures())
+        token = worst(failures) if failures else self._pool.latest_failure
         self._begin_outage(token)
         raise RpcError(token)
 
