@@ -10,6 +10,10 @@ test sees which endpoint answered, that nothing was lost and nothing sent twice.
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +23,7 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 from xrpl.clients import JsonRpcClient, WebsocketClient
 from xrpl.core import binarycodec
 from xrpl.core.keypairs import generate_seed
@@ -36,6 +41,7 @@ from xrpl.models.transactions import Payment
 from xrpl.transaction import sign
 from xrpl.wallet import Wallet
 
+from chainloom.cli.ledger import ledger
 from chainloom.ledger.api.server import ApiOptions, ServerThread
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.config import (
@@ -59,7 +65,8 @@ WALLET = Wallet.from_seed(generate_seed(entropy="11" * 16))
 
 
 @pytest.fixture(scope="module")
-def backend(vectors_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def database(vectors_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file holding ledger 38129 and two generated ledgers, loaded by the ETL."""
     directory = tmp_path_factory.mktemp("forwarding")
     initial = vectors_ledger(vectors_dir / "xrpl_vectors.json", FIRST)
     generator = WorkloadGenerator(initial, seed=5, txs_per_ledger=10)
@@ -68,8 +75,14 @@ def backend(vectors_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         writer.write(initial, FIRST)
         for sequence, ledger in generator.ledgers(2):
             writer.write(ledger, sequence)
-    config = DatabaseSettings(type="sqlite", sqlite=SqliteSettings(path=str(directory / "l.db")))
-    load(config, dump)
+    path = directory / "l.db"
+    load(DatabaseSettings(type="sqlite", sqlite=SqliteSettings(path=str(path))), dump)
+    return path
+
+
+@pytest.fixture(scope="module")
+def backend(database: Path) -> Iterator[Any]:
+    config = DatabaseSettings(type="sqlite", sqlite=SqliteSettings(path=str(database)))
     opened = make_backend(config.model_copy(update={"read_only": True}))
     yield opened
     opened.close()
@@ -345,3 +358,67 @@ def test_every_endpoint_hanging_is_a_timeout(backend: BackendInterface) -> None:
     finally:
         server.stop()
         hanging.stop()
+
+
+# -------------------------------------------------------------------------------- commands
+
+
+def _started(command: list[str], banner: str, env: dict[str, str] | None = None) -> Any:
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    assert banner in line, line
+    return process, line.strip().rsplit(" ", 1)[-1]
+
+
+def _stopped(process: Any) -> str:
+    process.send_signal(signal.SIGTERM)
+    try:
+        assert process.wait(timeout=30) == 0
+        return str(process.stderr.read())
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+
+
+def test_the_commands_forward_to_a_standin_named_by_flag_or_environment(database: Path) -> None:
+    standin, url = _started(
+        [sys.executable, "-m", "chainloom_dev", "ledger", "rippled", "--listen", "127.0.0.1:0",
+         "--current-ledger", "777"],
+        "rippled stand-in on",
+    )  # fmt: skip
+    try:
+        api_command = [sys.executable, "-m", "chainloom", "ledger", "api", "--sqlite-path",
+                       str(database), "--port", "0"]  # fmt: skip
+        by_flag, address = _started([*api_command, "--rippled", url], "ledger api on")
+        try:
+            fee = JsonRpcClient(address).request(Fee())
+            assert (fee.result["ledger_current_index"], fee.result["forwarded"]) == (777, True)
+        finally:
+            _stopped(by_flag)
+        env = {**os.environ, "CHAINLOOM_FORWARDING__RIPPLED": orjson.dumps([url]).decode()}
+        by_env, address = _started(api_command, "ledger api on", env)
+        try:
+            current = JsonRpcClient(address).request(LedgerCurrent())
+            assert (current.result["ledger_current_index"], current.result["forwarded"]) == (
+                777,
+                True,
+            )
+        finally:
+            _stopped(by_env)
+    finally:
+        assert "2 calls answered" in _stopped(standin)
+
+
+def test_a_bad_rippled_url_exits_2_in_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        ledger,
+        ["api", "--sqlite-path", str(tmp_path / "x.db"), "--rippled", "ws://user:pw@h:6006/"],
+    )
+    assert result.exit_code == 2
+    assert "forwarding.rippled" in result.stderr
+    assert "http:// or https://" in result.stderr
+    assert "pw@" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
