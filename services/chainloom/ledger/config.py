@@ -13,13 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializationInfo,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from chainloom.ledger.errors import LedgerConfigError
 from chainloom.settings import BackoffSettings, CassandraSettings, ServiceSettings
 from chainloom.settings.loader import describe_validation_error
-from chainloom.settings.parts import Part
-from chainloom.urls import check_http_url
+from chainloom.settings.parts import REVEAL_SECRETS, Part
+from chainloom.urls import check_http_url, redact_url
 
 BACKEND_TYPES = ("cassandra", "sqlite")
 """The values ``database.type`` accepts."""
@@ -113,6 +120,11 @@ class ForwardingSettings(Part):
         for url in urls:
             check_http_url(url)
         return urls
+
+    @field_serializer("rippled")
+    def _show_urls(self, urls: tuple[str, ...], info: SerializationInfo) -> list[str]:
+        context = info.context or {}
+        return list(urls) if context.get(REVEAL_SECRETS) else [redact_url(url) for url in urls]
 
 
 class LedgerSettings(ServiceSettings):

@@ -170,3 +170,10 @@ def test_a_bad_rippled_url_is_refused_naming_it(url: str, reason: str) -> None:
     assert "command line: forwarding.rippled" in message
     assert reason in message
     assert "hunter2" not in message
+
+
+def test_a_password_in_a_rippled_url_is_never_shown() -> None:
+    settings = ForwardingSettings(rippled=("http://chainloom:hunter2@10.0.0.1:51234/",))
+    assert settings.rippled == ("http://chainloom:hunter2@10.0.0.1:51234/",)  # used as given
+    assert settings.model_dump()["rippled"] == ["http://chainloom:***@10.0.0.1:51234/"]
+    assert "hunter2" not in settings.model_dump_json()
