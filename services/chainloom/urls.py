@@ -52,13 +52,15 @@ HTTP_SCHEMES = ("http", "https")
 """URL schemes of an HTTP server (a rippled's JSON-RPC port): plain TCP and TLS."""
 
 
-def check_http_url(url: str) -> None:
-    """Raise ValueError (naming what is wrong, never the password) unless ``url`` is an
-    ``http://`` or ``https://`` URL with a host and, when given, a port within 1..65535."""
+def check_server_url(url: str, schemes: tuple[str, ...] = HTTP_SCHEMES) -> None:
+    """Raise ValueError (naming what is wrong, never the password) unless ``url`` has one of
+    ``schemes`` (``http``/``https`` by default), a host and, when given, a port within
+    1..65535."""
     parts = urlsplit(url)
     shown = redact_url(url)
-    if parts.scheme not in HTTP_SCHEMES:
-        raise ValueError(f"{shown}: the scheme must be http:// or https://")
+    if parts.scheme not in schemes:
+        named = " or ".join(f"{scheme}://" for scheme in schemes)
+        raise ValueError(f"{shown}: the scheme must be {named}")
     try:
         port = parts.port
     except ValueError:

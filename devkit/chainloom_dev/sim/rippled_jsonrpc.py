@@ -1,4 +1,5 @@
-"""A stand-in for rippled's JSON-RPC API: what ``chainloom ledger api`` forwards, answered.
+"""A stand-in for rippled's JSON-RPC and WebSocket APIs: what ``chainloom ledger api``
+forwards, answered.
 
 Why it exists: the ledger API forwards what needs a live server (``submit``, ``fee``,
 ``server_state``, ``ledger_current``, calls on the ``current`` ledger) to rippled, and no
@@ -8,8 +9,9 @@ AccountRoot for any account), decodes a submitted ``tx_blob`` with xrpl-py's cod
 an ``engine_result`` for it (``tesSUCCESS`` the first time a transaction is seen,
 ``tefPAST_SEQ`` for a copy), and refuses anything else with rippled's ``unknownCmd``.
 
-For failover tests it can be told to **fail** (HTTP 503 with rippled's plain-text overload
-line, which is no JSON-RPC answer) or to **hang** (hold every request until it stops),
+Both APIs share one port (``POST /`` and a WebSocket on ``/``). For failover tests it can be
+told to **fail** (HTTP 503 with rippled's plain-text overload line, which is no JSON-RPC
+answer; a WebSocket closed with 1011) or to **hang** (hold every request until it stops),
 and it **counts** the calls it received (:attr:`RippledStandIn.calls`: method and params, in
 order), so a test sees which instance a call reached and that none was sent twice. It runs on
 the project's HTTP stack (:mod:`chainloom.web`) in a thread of its own
@@ -27,13 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import Response
 from xrpl.core import binarycodec
 
 from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
-from chainloom.web.server import WebServer
+from chainloom.web.server import WebServer, WebSocketLimits
 from chainloom.web.wire import Limits
 
 BUILD_VERSION = "2.3.0-standin"
@@ -261,7 +263,48 @@ def make_standin_app(standin: RippledStandIn, release: asyncio.Event) -> FastAPI
         result = standin.answer(method, params)
         return Response(orjson.dumps({"result": result}), 200, media_type="application/json")
 
+    @app.websocket("/")
+    async def websocket(socket: WebSocket) -> None:
+        await socket.accept()
+        try:
+            while True:
+                await _websocket_call(standin, release, socket, await socket.receive_text())
+        except (WebSocketDisconnect, _Hangup):
+            return
+
     return app
+
+
+class _Hangup(Exception):  # noqa: N818 - a signal between two functions, not an error
+    """The stand-in closed the WebSocket (it was told to fail or to hang)."""
+
+
+async def _websocket_call(
+    standin: RippledStandIn, release: asyncio.Event, socket: WebSocket, text: str
+) -> None:
+    """One message of rippled's WebSocket API: ``{"id", "command", ...params}``."""
+    try:
+        document = orjson.loads(text)
+        method = str(document["command"])
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        await socket.send_text('{"error": "jsonInvalid", "status": "error", "type": "response"}')
+        return
+    params = {k: v for k, v in document.items() if k not in ("id", "command")}
+    standin.calls.append((method, params))
+    if standin.mode is Mode.FAIL:
+        await socket.close(1011, "overloaded")
+        raise _Hangup
+    if standin.mode is Mode.HANG:
+        await release.wait()
+        await socket.close(1001, "stopping")
+        raise _Hangup
+    result = standin.answer(method, params)
+    if result["status"] == "error":
+        answer = {"id": document.get("id"), **result, "type": "response"}
+    else:
+        status = result.pop("status")
+        answer = {"id": document.get("id"), "result": result, "status": status, "type": "response"}
+    await socket.send_text(orjson.dumps(answer).decode())
 
 
 class RippledStandInThread:
@@ -274,17 +317,21 @@ class RippledStandInThread:
                         log_name="rippled stand-in")  # fmt: skip
         self._release = asyncio.Event()
         app = make_standin_app(self.standin, self._release)
-        self._server = WebServer(app, host, port, limits, ERRORS)
+        websocket = WebSocketLimits(ping_interval=None, ping_timeout=None)
+        self._server = WebServer(app, host, port, limits, ERRORS, websocket=websocket)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self.url = ""
-        """``http://host:port/`` once started."""
+        """``http://host:port/`` once started: rippled's JSON-RPC API."""
+        self.websocket_url = ""
+        """``ws://host:port/`` once started: rippled's WebSocket API, on the same port."""
 
     def start(self) -> str:
-        """Bind and serve; the URL."""
+        """Bind and serve; the URL (its JSON-RPC API; :attr:`websocket_url` the other)."""
         self._thread.start()
         port = asyncio.run_coroutine_threadsafe(self._server.start(), self._loop).result(30)
         self.url = f"http://{self._server.host}:{port}/"
+        self.websocket_url = f"ws://{self._server.host}:{port}/"
         return self.url
 
     def stop(self) -> None:

@@ -26,7 +26,7 @@ from chainloom.ledger.errors import LedgerConfigError
 from chainloom.settings import BackoffSettings, CassandraSettings, ServiceSettings
 from chainloom.settings.loader import describe_validation_error
 from chainloom.settings.parts import REVEAL_SECRETS, Part
-from chainloom.urls import check_http_url, redact_url
+from chainloom.urls import check_server_url, redact_url
 
 BACKEND_TYPES = ("cassandra", "sqlite")
 """The values ``database.type`` accepts."""
@@ -82,6 +82,10 @@ class DatabaseSettings(Part):
             raise LedgerConfigError(describe_validation_error(error, root)) from None
 
 
+RIPPLED_SCHEMES = ("http", "https", "ws", "wss")
+"""How the ledger API reaches a rippled: its JSON-RPC API (http, https) or its WebSocket API."""
+
+
 class ForwardingBackoffSettings(BackoffSettings):
     """How long a rippled endpoint that failed is left out before it is asked again."""
 
@@ -98,9 +102,10 @@ class ForwardingSettings(Part):
 
     rippled: tuple[str, ...] = Field(
         default=(),
-        description="rippled JSON-RPC URLs (http:// or https://, the port of a [port_rpc_*] "
-        "stanza), asked in this order; a user:password in one is a secret, never shown. "
-        "Empty: nothing is forwarded and the methods only rippled answers give notEnabled.",
+        description="rippled URLs, asked in this order: its JSON-RPC API (http:// or "
+        "https://, a port with protocol http/https) or its WebSocket API (ws:// or wss://); a "
+        "user:password in one is a secret, never shown. Empty: nothing is forwarded and the "
+        "methods only rippled answers give notEnabled.",
     )
     request_timeout: float = Field(
         default=10.0,
@@ -118,7 +123,7 @@ class ForwardingSettings(Part):
     @classmethod
     def _usable_urls(cls, urls: tuple[str, ...]) -> tuple[str, ...]:
         for url in urls:
-            check_http_url(url)
+            check_server_url(url, RIPPLED_SCHEMES)
         return urls
 
     @field_serializer("rippled")

@@ -251,6 +251,40 @@ def test_websocket_calls_are_forwarded_too(setup: Setup) -> None:
     ]
 
 
+def test_a_websocket_endpoint_is_forwarded_to_and_failed_over_from(
+    backend: BackendInterface,
+) -> None:
+    over_websocket, over_http = RippledStandInThread(), RippledStandInThread()
+    over_websocket.start()
+    over_http.start()
+    server = _serve(backend, (over_websocket.websocket_url, over_http.url))
+    port = server.start()
+    try:
+        client = JsonRpcClient(f"http://127.0.0.1:{port}/")
+        fee = client.request(Fee())
+        assert fee.is_successful(), fee.result
+        assert fee.result["forwarded"] is True
+        blob, tx_hash = _payment(1)
+        submitted = client.request(SubmitOnly(tx_blob=blob))
+        assert submitted.result["engine_result"] == "tesSUCCESS"
+        refused = client.request(SubmitOnly(tx_blob="00"))
+        assert (refused.result["error"], refused.result["forwarded"]) == (
+            "invalidTransaction",
+            True,
+        )
+        assert refused.result["request"]["command"] == "submit"
+        assert over_websocket.standin.calls[0] == ("fee", {"api_version": 2})
+        assert over_websocket.standin.submitted == {tx_hash: blob.upper()}
+        assert over_http.standin.count() == 0
+        over_websocket.standin.mode = Mode.FAIL  # closes the WebSocket: the next one answers
+        assert client.request(LedgerCurrent()).result["forwarded"] is True
+        assert (over_websocket.standin.count(), over_http.standin.count()) == (4, 1)
+    finally:
+        server.stop()
+        over_websocket.stop()
+        over_http.stop()
+
+
 # ------------------------------------------------------------------------------ failover
 
 
@@ -415,10 +449,10 @@ def test_the_commands_forward_to_a_standin_named_by_flag_or_environment(database
 def test_a_bad_rippled_url_exits_2_in_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         ledger,
-        ["api", "--sqlite-path", str(tmp_path / "x.db"), "--rippled", "ws://user:pw@h:6006/"],
+        ["api", "--sqlite-path", str(tmp_path / "x.db"), "--rippled", "ftp://user:pw@h:21/"],
     )
     assert result.exit_code == 2
     assert "forwarding.rippled" in result.stderr
-    assert "http:// or https://" in result.stderr
+    assert "http:// or https:// or ws:// or wss://" in result.stderr
     assert "pw@" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

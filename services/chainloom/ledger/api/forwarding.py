@@ -123,6 +123,13 @@ def forwarded_body(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
     return {"method": method, "params": [kept]}
 
 
+def forwarded_message(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The same call as a message of rippled's WebSocket API (``command`` beside the
+    parameters, as Clio sends it)."""
+    kept = {k: v for k, v in params.items() if k not in ("id", "command", "method")}
+    return {**kept, "command": method}
+
+
 class InvalidAnswerError(ValueError):
     """rippled's answer is not a JSON-RPC answer (``invalidResponse``)."""
 
@@ -136,6 +143,23 @@ def forwarded_result(document: Any) -> dict[str, Any]:
     if not isinstance(result, dict):
         raise InvalidAnswerError("the answer has no result object")
     return {**result, "forwarded": True}
+
+
+def forwarded_websocket_result(document: Any) -> dict[str, Any]:
+    """rippled's WebSocket answer as the ``result`` a JSON-RPC answer has, marked
+    ``forwarded: true``: a success's ``result`` with its ``status``, or an error's fields
+    (without the envelope's ``id``, ``type`` and ``api_version``); :class:`InvalidAnswerError`
+    when ``document`` is neither."""
+    if not isinstance(document, dict) or document.get("type") != "response":
+        raise InvalidAnswerError("the message is not a response")
+    if document.get("status") == "error" or "error" in document:
+        envelope = ("id", "type", "api_version", "result")
+        fields = {k: v for k, v in document.items() if k not in envelope}
+        return {**fields, "status": "error", "forwarded": True}
+    result = document.get("result")
+    if not isinstance(result, dict):
+        raise InvalidAnswerError("the response has no result object")
+    return {**result, "status": document.get("status", "success"), "forwarded": True}
 
 
 def envelope_fields(result: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Forwarding calls to rippled's JSON-RPC API, with failover across the configured endpoints.
+"""Forwarding calls to rippled, with failover across the configured endpoints.
 
 Each call goes to the first endpoint not in its backoff (:class:`.forwarding.EndpointPool`);
 one that cannot be connected to, breaks the exchange, takes longer than ``request_timeout`` or
@@ -9,8 +9,10 @@ the most telling failure (``connectionError``, ``requestError``, ``timeout``,
 ``invalidResponse``); such an outage is logged once when it begins and once when it ends, and
 an endpoint once when it starts failing and once when it answers again, never per call.
 
-The client is httpx (the HTTP client the project already ships, through xrpl-py), one
-connection pool per server, made in the serving event loop on first use. Proxy variables of
+An ``http(s)://`` endpoint is rippled's JSON-RPC API, asked with httpx (the HTTP client the
+project already ships, through xrpl-py) on one connection pool per server, made in the serving
+event loop on first use; a ``ws(s)://`` endpoint is its WebSocket API, one connection per call
+as Clio forwards (the ``websockets`` library uvicorn already serves with). Proxy variables of
 the environment are not used: a forwarded ``submit`` goes to the URL configured, nowhere else.
 """
 
@@ -24,13 +26,18 @@ from typing import Any
 
 import httpx
 import orjson
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as websocket_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from chainloom.ledger.api.errors import RpcError
 from chainloom.ledger.api.forwarding import (
     EndpointPool,
     InvalidAnswerError,
     forwarded_body,
+    forwarded_message,
     forwarded_result,
+    forwarded_websocket_result,
     worst,
 )
 from chainloom.ledger.config import ForwardingSettings
@@ -40,6 +47,10 @@ log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 64
 """Connections to each rippled at most (calls past it wait for one, within the timeout)."""
+CLOSE_TIMEOUT = 2.0
+"""Seconds a WebSocket's closing handshake may take (in the background, after the answer)."""
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""Largest WebSocket answer read from rippled (a whole ledger with its transactions fits)."""
 
 
 def forwarded_for(client: str) -> str:
@@ -70,6 +81,7 @@ class RippledForwarder:
         self._pool = EndpointPool(len(self._urls), settings.backoff.schedule())
         self._clock = clock
         self._client: httpx.AsyncClient | None = None
+        self._closing: set[asyncio.Task[None]] = set()
         self._outage_since: float | None = None
         self._refused_in_outage = 0
 
@@ -83,11 +95,10 @@ class RippledForwarder:
     ) -> tuple[dict[str, Any], int]:
         """rippled's ``result`` for the call, marked ``forwarded``, and its HTTP status;
         :class:`RpcError` with Clio's forwarding error when no endpoint answers."""
-        body = orjson.dumps(forwarded_body(method, params))
         failures: list[str] = []
         for index in self._pool.usable(self._clock()):
             try:
-                answer = await self._ask(index, body, client)
+                answer = await self._ask(index, method, params, client)
             except _EndpointError as failed:
                 failures.append(failed.token)
                 if self._pool.failed(index, failed.token, self._clock()):
@@ -106,14 +117,27 @@ class RippledForwarder:
         self._begin_outage(token)
         raise RpcError(token)
 
-    async def _ask(self, index: int, body: bytes, client: str) -> tuple[dict[str, Any], int]:
+    async def _ask(
+        self, index: int, method: str, params: Mapping[str, Any], client: str
+    ) -> tuple[dict[str, Any], int]:
         """One endpoint's answer, or :class:`_EndpointError` saying how asking it failed."""
-        headers = {"Content-Type": "application/json", "Forwarded": forwarded_for(client)}
+        url = self._urls[index]
         try:
             async with asyncio.timeout(self._timeout):
-                reply = await self._http().post(self._urls[index], content=body, headers=headers)
+                if url.startswith(("ws://", "wss://")):
+                    return await self._ask_websocket(url, method, params, client)
+                return await self._ask_http(url, method, params, client)
         except TimeoutError:
             raise _EndpointError("timeout", f"no answer within {self._timeout:g} s") from None
+
+    async def _ask_http(
+        self, url: str, method: str, params: Mapping[str, Any], client: str
+    ) -> tuple[dict[str, Any], int]:
+        """rippled's JSON-RPC API: one POST on the pooled connections."""
+        body = orjson.dumps(forwarded_body(method, params))
+        headers = {"Content-Type": "application/json", "Forwarded": forwarded_for(client)}
+        try:
+            reply = await self._http().post(url, content=body, headers=headers)
         except (httpx.ConnectError, httpx.ConnectTimeout) as refused:
             detail = str(refused) or type(refused).__name__
             raise _EndpointError("connectionError", detail) from None
@@ -128,6 +152,45 @@ class RippledForwarder:
             raise _EndpointError("invalidResponse", detail) from None
         except InvalidAnswerError as bad:
             raise _EndpointError("invalidResponse", f"HTTP {reply.status_code}, {bad}") from None
+
+    async def _ask_websocket(
+        self, url: str, method: str, params: Mapping[str, Any], client: str
+    ) -> tuple[dict[str, Any], int]:
+        """rippled's WebSocket API: one connection per call, as Clio forwards."""
+        message = orjson.dumps(forwarded_message(method, params)).decode()
+        try:
+            socket = await websocket_connect(
+                url,
+                additional_headers={"Forwarded": forwarded_for(client)},
+                max_size=MAX_ANSWER_BYTES,
+                proxy=None,
+                open_timeout=None,
+                close_timeout=CLOSE_TIMEOUT,
+            )
+        except (OSError, InvalidHandshake) as refused:
+            raise _EndpointError(
+                "connectionError", str(refused) or type(refused).__name__
+            ) from None
+        try:
+            await socket.send(message)
+            answer = await socket.recv()
+        except ConnectionClosed as broken:
+            raise _EndpointError("requestError", str(broken)) from None
+        finally:
+            self._close_later(socket)
+        try:
+            return forwarded_websocket_result(orjson.loads(answer)), 200
+        except orjson.JSONDecodeError:
+            raise _EndpointError("invalidResponse", "a message that is not JSON") from None
+        except InvalidAnswerError as bad:
+            raise _EndpointError("invalidResponse", str(bad)) from None
+
+    def _close_later(self, socket: ClientConnection) -> None:
+        """Close a WebSocket in the background: the call has its answer, and a slow closing
+        handshake must not turn it into a timeout (and the call into a second one)."""
+        closing = asyncio.create_task(socket.close())
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -167,3 +230,5 @@ class RippledForwarder:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self._closing:
+            await asyncio.wait(self._closing)

@@ -87,6 +87,31 @@ def test_rippled_answers_are_returned_marked_forwarded() -> None:
     assert (error["error"], error["forwarded"]) == ("noCurrent", True)
 
 
+def test_the_websocket_message_and_answer_are_rippled_s() -> None:
+    params = {"id": 4, "method": "fee", "api_version": 2}
+    assert fw.forwarded_message("fee", params) == {"api_version": 2, "command": "fee"}
+    success = {"id": 1, "result": {"ledger_current_index": 7}, "status": "success",
+               "type": "response", "api_version": 2}  # fmt: skip
+    assert fw.forwarded_websocket_result(success) == {
+        "ledger_current_index": 7,
+        "status": "success",
+        "forwarded": True,
+    }
+    error = {"id": 1, "error": "invalidParams", "error_code": 31, "request": {"command": "x"},
+             "status": "error", "type": "response"}  # fmt: skip
+    assert fw.forwarded_websocket_result(error) == {
+        "error": "invalidParams",
+        "error_code": 31,
+        "request": {"command": "x"},
+        "status": "error",
+        "forwarded": True,
+    }
+    bad_answers: list[Any] = [{"result": {}}, {"type": "response", "result": 3}, [], "x"]
+    for bad in bad_answers:
+        with pytest.raises(fw.InvalidAnswerError):
+            fw.forwarded_websocket_result(bad)
+
+
 @pytest.mark.parametrize("document", [[], "text", {"id": 1}, {"result": "x"}, {"result": []}])
 def test_an_answer_that_is_not_json_rpc_is_invalid(document: Any) -> None:
     with pytest.raises(fw.InvalidAnswerError):
@@ -145,10 +170,11 @@ def test_rippled_endpoints_come_from_flags_files_and_the_environment(
     loaded = load_settings(LedgerSettings)
     assert loaded.forwarding.rippled == ("http://10.0.0.1:5005/",)
     assert loaded.forwarding.request_timeout == 2.5
-    flags = {"forwarding.rippled": ["https://a.example:51234/", "http://b:5005"]}
+    flags = {"forwarding.rippled": ["https://a.example:51234/", "ws://b:6006", "wss://c/"]}
     assert load_settings(LedgerSettings, flags=flags).forwarding.rippled == (
         "https://a.example:51234/",
-        "http://b:5005",
+        "ws://b:6006",
+        "wss://c/",
     )
     assert ForwardingSettings().rippled == ()
 
@@ -156,7 +182,7 @@ def test_rippled_endpoints_come_from_flags_files_and_the_environment(
 @pytest.mark.parametrize(
     ("url", "reason"),
     [
-        ("ws://10.0.0.1:6006/", "http:// or https://"),
+        ("ftp://10.0.0.1:6006/", "http:// or https:// or ws:// or wss://"),
         ("10.0.0.1:5005", "http:// or https://"),
         ("http://:5005/", "no host"),
         ("http://10.0.0.1:99999/", "port"),
