@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -456,3 +457,29 @@ def test_a_bad_rippled_url_exits_2_in_one_line(tmp_path: Path) -> None:
     assert "http:// or https:// or ws:// or wss://" in result.stderr
     assert "pw@" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_calls_past_max_pending_waiting_for_rippled_are_too_busy(
+    backend: BackendInterface,
+) -> None:
+    hanging = RippledStandInThread()
+    hanging.standin.mode = Mode.HANG
+    forwarding = ForwardingSettings(rippled=(hanging.start(),), request_timeout=5.0)
+    options = ApiOptions(range_refresh_seconds=3600.0, max_pending=2, forwarding=forwarding)
+    server = ServerThread(backend, options)
+    port = server.start()
+    client = JsonRpcClient(f"http://127.0.0.1:{port}/")
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            waiting = [pool.submit(client.request, Fee()) for _ in range(2)]
+            deadline = time.monotonic() + 30
+            while hanging.standin.count() < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            busy = client.request(Fee())
+            assert (busy.result["error"], busy.result["error_code"]) == ("tooBusy", 9)
+            for answer in waiting:
+                assert answer.result(timeout=60).result["error"] == "timeout"
+        assert hanging.standin.count() == 2
+    finally:
+        server.stop()
+        hanging.stop()

@@ -45,8 +45,10 @@ from chainloom.urls import redact_url
 
 log = logging.getLogger(__name__)
 
-MAX_CONNECTIONS = 64
-"""Connections to each rippled at most (calls past it wait for one, within the timeout)."""
+KEEPALIVE_CONNECTIONS = 64
+"""Idle connections to the rippled endpoints kept open for the next calls. Connections in use
+are not capped here but by the calls in flight (``max_in_flight``), so a call never waits for
+a connection of our own and mistakes that wait for a slow endpoint."""
 CLOSE_TIMEOUT = 2.0
 """Seconds a WebSocket's closing handshake may take (in the background, after the answer)."""
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
@@ -73,7 +75,11 @@ class RippledForwarder:
     """Sends calls to the configured rippled endpoints, in order, with failover."""
 
     def __init__(
-        self, settings: ForwardingSettings, *, clock: Callable[[], float] = time.monotonic
+        self,
+        settings: ForwardingSettings,
+        *,
+        max_in_flight: int = 256,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._urls = settings.rippled
         self._shown = [redact_url(url) for url in self._urls]
@@ -82,6 +88,8 @@ class RippledForwarder:
         self._clock = clock
         self._client: httpx.AsyncClient | None = None
         self._closing: set[asyncio.Task[None]] = set()
+        self._max_in_flight = max_in_flight
+        self._in_flight = 0
         self._outage_since: float | None = None
         self._refused_in_outage = 0
 
@@ -94,7 +102,20 @@ class RippledForwarder:
         self, method: str, params: Mapping[str, Any], client: str = "?"
     ) -> tuple[dict[str, Any], int]:
         """rippled's ``result`` for the call, marked ``forwarded``, and its HTTP status;
-        :class:`RpcError` with Clio's forwarding error when no endpoint answers."""
+        :class:`RpcError` with Clio's forwarding error when no endpoint answers, ``tooBusy``
+        when ``max_in_flight`` calls are already waiting for rippled (a wait for a connection
+        of our own is never taken for a slow endpoint)."""
+        if self._in_flight >= self._max_in_flight:
+            raise RpcError("tooBusy")
+        self._in_flight += 1
+        try:
+            return await self._forward(method, params, client)
+        finally:
+            self._in_flight -= 1
+
+    async def _forward(
+        self, method: str, params: Mapping[str, Any], client: str
+    ) -> tuple[dict[str, Any], int]:
         failures: list[str] = []
         for index in self._pool.usable(self._clock()):
             try:
@@ -196,7 +217,9 @@ class RippledForwarder:
         if self._client is None:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout),
-                limits=httpx.Limits(max_connections=MAX_CONNECTIONS * len(self._urls)),
+                limits=httpx.Limits(
+                    max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS
+                ),
                 trust_env=False,
             )
         return self._client

@@ -124,7 +124,9 @@ class LedgerApi:
         self._spent: dict[str, int] = {}
         """Weight in flight per client address."""
         self._refresher: asyncio.Task[None] | None = None
-        self.forwarder = RippledForwarder(self.options.forwarding)
+        self.forwarder = RippledForwarder(
+            self.options.forwarding, max_in_flight=self.options.max_pending
+        )
 
     def app(self) -> FastAPI:
         """The application: JSON-RPC on ``POST /``, rippled's WebSocket API on ``/``."""

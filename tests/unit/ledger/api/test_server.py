@@ -43,6 +43,7 @@ MALFORMED: list[tuple[bytes, int, str]] = [
     (b'{"method": "ledger", "params": {"ledger_index": 1}}', 400, "params unparseable"),
     (b'{"method": "path_find", "params": [{}]}', 405, "unknownCmd"),
     (b'{"method": "submit", "params": [{}]}', 501, "notEnabled"),  # no rippled configured
+    (b'{"method": "fee", "params": [{"api_version": 9}]}', 400, "invalidParams"),
     (b'{"method": "stop", "params": [{"ledger_index": "current"}]}', 405, "unknownCmd"),
     (b'{"method": "ledger", "params": [{"ledger_index": "latest"}]}', 400, "invalidParams"),
     (b'{"method": "ledger", "params": [{"api_version": 9}]}', 400, "invalidParams"),
