@@ -459,8 +459,8 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     "rippled",
     multiple=True,
     metavar="URL",
-    help="A rippled JSON-RPC URL that calls needing a live server are forwarded to "
-    "(repeatable, asked in order; forwarding.rippled).",
+    help="A rippled to forward calls needing a live server to: http(s):// for its JSON-RPC "
+    "API, ws(s):// for its WebSocket API (repeatable, asked in order; forwarding.rippled).",
 )
 @click.option(
     "--forward-timeout",
@@ -489,13 +489,12 @@ def api(
     from importlib.metadata import PackageNotFoundError, version
 
     from chainloom.ledger.api.server import ApiOptions, serve
+    from chainloom.ledger.service import open_backend
 
     try:
         __version__ = version("chainloom")
     except PackageNotFoundError:
         __version__ = "0"
-
-    from chainloom.ledger.service import open_backend
 
     loaded = _ledger_settings(
         options,

@@ -7,7 +7,8 @@ orjson. More requests in flight than ``max_pending`` are refused with ``tooBusy`
 than queued without bound. A background task re-reads the ledger range once a second so newly
 loaded ledgers become visible. JSON-RPC is ``POST /`` and rippled's WebSocket API is ``/``, on
 the project's HTTP stack (:mod:`chainloom.web`: uvicorn behind the wire guard, with its read
-timeouts and WebSocket pings); the HTTP refusals are plain text, as rippled's are.
+timeouts and WebSocket pings); the HTTP refusals are plain text, as rippled's are. Calls that
+need a live server are sent to rippled instead (:mod:`.forwarding`, :mod:`.rippled`).
 """
 
 from __future__ import annotations
