@@ -4,9 +4,10 @@ The API answers from the stored (validated) history; what only a server on the n
 is forwarded, as Clio decides it (``ForwardingProxy::shouldForward``): the methods that need
 the open ledger or the peer network (:data:`PROXIED`), any call naming the ``current`` or
 ``closed`` ledger, and ``account_info`` / ``ledger`` asking for the ``queue``. Clio's own
-methods (:data:`LOCAL_ONLY`) and subscriptions never are. Without a rippled configured, the
-proxied methods answer rippled's ``notEnabled`` and the rest are answered from the store
-(``current`` and ``closed`` meaning the newest stored ledger, as before).
+methods (:data:`LOCAL_ONLY`) and subscriptions never are, nor (unlike Clio) a method this
+server does not know, so no admin method reaches rippled through it. Without a rippled
+configured, the proxied methods answer rippled's ``notEnabled`` and the rest are answered from
+the store (``current`` and ``closed`` meaning the newest stored ledger, as before).
 
 :class:`EndpointPool` keeps the order endpoints are asked in and leaves one that failed out for
 a while (the project's one backoff, :mod:`chainloom.backoff`); the network side is
@@ -124,8 +125,8 @@ def forwarded_body(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def forwarded_message(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The same call as a message of rippled's WebSocket API (``command`` beside the
-    parameters, as Clio sends it)."""
+    """The call as a message of rippled's WebSocket API (``command`` beside the parameters,
+    as Clio sends it)."""
     kept = {k: v for k, v in params.items() if k not in ("id", "command", "method")}
     return {**kept, "command": method}
 
