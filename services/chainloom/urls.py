@@ -46,3 +46,26 @@ def check_redis_url(url: str) -> None:
     database = parts.path.removeprefix("/")
     if database and not (database.isascii() and database.isdigit()):
         raise ValueError(f"{shown}: the database must be a number (redis://host:port/0)")
+
+
+HTTP_SCHEMES = ("http", "https")
+"""URL schemes of an HTTP server (a rippled's JSON-RPC port): plain TCP and TLS."""
+
+
+def check_server_url(url: str, schemes: tuple[str, ...] = HTTP_SCHEMES) -> None:
+    """Raise ValueError (naming what is wrong, never the password) unless ``url`` has one of
+    ``schemes`` (``http``/``https`` by default), a host and, when given, a port within
+    1..65535."""
+    parts = urlsplit(url)
+    shown = redact_url(url)
+    if parts.scheme not in schemes:
+        named = " or ".join(f"{scheme}://" for scheme in schemes)
+        raise ValueError(f"{shown}: the scheme must be {named}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{shown}: the port is not a number within 1..65535") from None
+    if not parts.hostname:
+        raise ValueError(f"{shown}: no host")
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError(f"{shown}: the port is not a number within 1..65535")

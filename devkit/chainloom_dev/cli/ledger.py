@@ -2,7 +2,8 @@
 
 ``generate`` writes a dump (a real state from the shared vectors, then generated
 mainnet-shaped ledgers) that ``chainloom ledger load`` reads; ``replay`` serves a dump over
-rippled's gRPC API (``org.xrpl.rpc.v1``), the stand-in for rippled that the ETL follows.
+rippled's gRPC API (``org.xrpl.rpc.v1``), the stand-in for rippled that the ETL follows;
+``rippled`` answers rippled's JSON-RPC methods that ``chainloom ledger api`` forwards.
 """
 
 from __future__ import annotations
@@ -119,3 +120,42 @@ def replay(dump: Path, listen: str, interval: float) -> None:
             stop.wait()
         finally:
             server.stop()
+
+
+@ledger.command()
+@click.option("--listen", default="127.0.0.1:5005", show_default=True, help="host:port")
+@click.option(
+    "--current-ledger",
+    type=click.IntRange(2),
+    default=1000,
+    show_default=True,
+    help="The ledger_current_index it reports (the validated ledger is the one before).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["answer", "fail", "hang"]),
+    default="answer",
+    show_default=True,
+    help="Answer as rippled, fail every call (503), or never answer.",
+)
+def rippled(listen: str, current_ledger: int, mode: str) -> None:
+    """Serve a stand-in for rippled's JSON-RPC API (what the ledger API forwards)."""
+    from chainloom.signals import stop_signals
+    from chainloom_dev.sim.rippled_jsonrpc import Mode, RippledStandIn, RippledStandInThread
+
+    host, _, port_text = listen.rpartition(":")
+    if not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise click.BadParameter(f"{listen!r} is not host:port", param_hint="--listen")
+    standin = RippledStandIn(current_ledger=current_ledger, mode=Mode(mode))
+    server = RippledStandInThread(standin, host=host, port=int(port_text))
+    with stop_signals() as stop:
+        try:
+            url = server.start()
+        except OSError as error:
+            raise click.ClickException(f"cannot listen on {listen}: {error.strerror}") from None
+        try:
+            click.echo(f"rippled stand-in on {url}", err=True)
+            stop.wait()
+        finally:
+            server.stop()
+        click.echo(f"{standin.count()} calls answered", err=True)

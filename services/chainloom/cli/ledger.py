@@ -24,6 +24,7 @@ from chainloom.cli.options import config_option, load_or_exit
 
 if TYPE_CHECKING:
     from chainloom.ledger.backend import BackendInterface
+    from chainloom.ledger.config import LedgerSettings
     from chainloom.ledger.etl import Progress
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,11 +77,18 @@ def _guard(function: F) -> F:
 
 def _open_backend(options: dict[str, Any], *, read_only: bool) -> BackendInterface:
     """Flags -> LedgerSettings (over --config and the environment) -> the backend."""
-    from chainloom.ledger.config import LedgerSettings
-    from chainloom.ledger.errors import LedgerConfigError
     from chainloom.ledger.service import open_backend
 
+    return open_backend(_ledger_settings(options), read_only=read_only)
+
+
+def _ledger_settings(options: dict[str, Any], more: dict[str, Any] | None = None) -> LedgerSettings:
+    """The backend flags (and ``more`` dotted flags) over --config and the environment."""
+    from chainloom.ledger.config import LedgerSettings
+    from chainloom.ledger.errors import LedgerConfigError
+
     flags: dict[str, Any] = {
+        **(more or {}),
         "database.type": options["backend_type"],
         "database.sqlite.path": options["sqlite_path"],
         "database.cassandra.keyspace": options["keyspace"],
@@ -96,8 +104,7 @@ def _open_backend(options: dict[str, Any], *, read_only: bool) -> BackendInterfa
                 flags["database.cassandra.port"] = int(port_text)
             hosts.append(host)
         flags["database.cassandra.hosts"] = hosts
-    settings = load_or_exit(LedgerSettings, options["config_path"], flags)
-    return open_backend(settings, read_only=read_only)
+    return load_or_exit(LedgerSettings, options["config_path"], flags)
 
 
 def _hex(value: bytes | None) -> str | None:
@@ -447,6 +454,19 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     show_default=True,
     help="Seconds a WebSocket may stay without a request before it is closed.",
 )
+@click.option(
+    "--rippled",
+    "rippled",
+    multiple=True,
+    metavar="URL",
+    help="A rippled to forward calls needing a live server to: http(s):// for its JSON-RPC "
+    "API, ws(s):// for its WebSocket API (repeatable, asked in order; forwarding.rippled).",
+)
+@click.option(
+    "--forward-timeout",
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds one rippled may take per forwarded call (forwarding.request_timeout; 10).",
+)
 @_backend_options
 @_guard
 def api(
@@ -459,20 +479,31 @@ def api(
     max_connections: int,
     ws_idle_timeout: float,
     client_budget: int,
+    rippled: tuple[str, ...],
+    forward_timeout: float | None,
     **options: Any,
 ) -> None:
-    """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted."""
+    """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted;
+    forward what needs a live server to --rippled."""
     import asyncio
     from importlib.metadata import PackageNotFoundError, version
 
     from chainloom.ledger.api.server import ApiOptions, serve
+    from chainloom.ledger.service import open_backend
 
     try:
         __version__ = version("chainloom")
     except PackageNotFoundError:
         __version__ = "0"
 
-    backend = _open_backend(options, read_only=True)
+    loaded = _ledger_settings(
+        options,
+        {
+            "forwarding.rippled": list(rippled) or None,
+            "forwarding.request_timeout": forward_timeout,
+        },
+    )
+    backend = open_backend(loaded, read_only=True)
     settings = ApiOptions(
         workers=workers,
         max_pending=max_pending,
@@ -482,6 +513,7 @@ def api(
         max_connections=max_connections,
         ws_idle_timeout=ws_idle_timeout,
         client_budget=client_budget,
+        forwarding=loaded.forwarding,
     )
 
     async def main() -> None:

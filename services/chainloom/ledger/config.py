@@ -13,12 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import (
+    Field,
+    SerializationInfo,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from chainloom.ledger.errors import LedgerConfigError
-from chainloom.settings import CassandraSettings, ServiceSettings
+from chainloom.settings import BackoffSettings, CassandraSettings, ServiceSettings
 from chainloom.settings.loader import describe_validation_error
-from chainloom.settings.parts import Part
+from chainloom.settings.parts import REVEAL_SECRETS, Part
+from chainloom.urls import check_server_url, redact_url
 
 BACKEND_TYPES = ("cassandra", "sqlite")
 """The values ``database.type`` accepts."""
@@ -74,6 +82,56 @@ class DatabaseSettings(Part):
             raise LedgerConfigError(describe_validation_error(error, root)) from None
 
 
+RIPPLED_SCHEMES = ("http", "https", "ws", "wss")
+"""How the ledger API reaches a rippled: its JSON-RPC API (http, https) or its WebSocket API."""
+
+
+class ForwardingBackoffSettings(BackoffSettings):
+    """How long a rippled endpoint that failed is left out before it is asked again."""
+
+    initial: float = Field(default=1.0, ge=0, description="Seconds after the first failure.")
+    maximum: float = Field(
+        default=30.0, ge=0, description="Upper bound of the wait, however long the outage."
+    )
+
+
+class ForwardingSettings(Part):
+    """``forwarding``: the rippled servers that ``chainloom ledger api`` forwards the calls
+    needing a live server to (``submit``, ``fee``, ``ledger_index: "current"``, ...), as Clio
+    forwards to its ``etl_sources`` (``docs/ledger-api.md``)."""
+
+    rippled: tuple[str, ...] = Field(
+        default=(),
+        description="rippled URLs, asked in this order: its JSON-RPC API (http:// or "
+        "https://, a port with protocol http/https) or its WebSocket API (ws:// or wss://); a "
+        "user:password in one is a secret, never shown. Empty: nothing is forwarded and the "
+        "methods only rippled answers give notEnabled.",
+    )
+    request_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds one endpoint may take to answer a forwarded call (connecting "
+        "included); past it the next endpoint is asked (Clio's forwarding.request_timeout).",
+    )
+    backoff: ForwardingBackoffSettings = Field(
+        default_factory=ForwardingBackoffSettings,
+        description="How long an endpoint that failed is skipped (it grows while it keeps "
+        "failing, and resets when it answers).",
+    )
+
+    @field_validator("rippled")
+    @classmethod
+    def _usable_urls(cls, urls: tuple[str, ...]) -> tuple[str, ...]:
+        for url in urls:
+            check_server_url(url, RIPPLED_SCHEMES)
+        return urls
+
+    @field_serializer("rippled")
+    def _show_urls(self, urls: tuple[str, ...], info: SerializationInfo) -> list[str]:
+        context = info.context or {}
+        return list(urls) if context.get(REVEAL_SECRETS) else [redact_url(url) for url in urls]
+
+
 class LedgerSettings(ServiceSettings):
     """Everything the ledger ETL and its readers need."""
 
@@ -81,4 +139,8 @@ class LedgerSettings(ServiceSettings):
 
     database: DatabaseSettings = Field(
         default_factory=DatabaseSettings, description="The history backend."
+    )
+    forwarding: ForwardingSettings = Field(
+        default_factory=ForwardingSettings,
+        description="Where the ledger API forwards what needs a live rippled.",
     )

@@ -515,9 +515,12 @@ def test_errors_are_rippled_error_objects_with_rippled_statuses(served: Served) 
     status, body = served.post(b'{"method": "ledger", "params": [{"ledger_index": 5}]}')
     assert status == 404
     assert b'"lgrNotFound"' in body
-    status, body = served.post(b'{"method": "submit", "params": [{}]}')
+    status, body = served.post(b'{"method": "path_find", "params": [{}]}')
     assert status == 405
     assert b'"unknownCmd"' in body
+    status, body = served.post(b'{"method": "submit", "params": [{}]}')  # no rippled
+    assert status == 501
+    assert b'"notEnabled"' in body
     status, body = served.post(
         b'{"method": "ledger_data", "params": [{"marker": "not hex", "ledger_index": 38130}]}'
     )

@@ -50,6 +50,7 @@ ERRORS: dict[str, ErrorInfo] = {
         ErrorInfo("lgrIdxMalformed", 58, "Ledger index malformed.", 400),
         ErrorInfo("lgrIdxsInvalid", 57, "Ledger indexes invalid.", 400),
         ErrorInfo("lgrNotFound", 21, "ledgerNotFound", 404),
+        ErrorInfo("notEnabled", 12, "Not enabled in configuration.", 501),
         ErrorInfo("notSupported", 75, "Operation not supported.", 501),
         ErrorInfo("oracleMalformed", 94, "Oracle request is malformed.", 400),
         ErrorInfo("objectNotFound", 92, "The requested object was not found.", 404),
@@ -57,9 +58,15 @@ ERRORS: dict[str, ErrorInfo] = {
         ErrorInfo("tooBusy", 9, "The server is too busy to help you now.", 503),
         ErrorInfo("txnNotFound", 29, "Transaction not found.", 404),
         ErrorInfo("unknownCmd", 32, "Unknown method.", 405),
+        # Clio's own errors when forwarding to rippled fails (``rpc/Errors.cpp``), worst last.
+        ErrorInfo("connectionError", 7000, "Couldn't connect to rippled.", 503),
+        ErrorInfo("requestError", 7001, "Error sending request to rippled.", 502),
+        ErrorInfo("timeout", 7002, "Request to rippled timed out.", 504),
+        ErrorInfo("invalidResponse", 7003, "Rippled returned an invalid response.", 502),
     )
 }
-"""The errors the API gives, by token (rippled's numbers and statuses)."""
+"""The errors the API gives, by token (rippled's numbers and statuses; Clio's for forwarding,
+whose statuses are ours: Clio answers them 200)."""
 
 
 class ApiError(LedgerError):

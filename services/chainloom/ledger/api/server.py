@@ -7,7 +7,8 @@ orjson. More requests in flight than ``max_pending`` are refused with ``tooBusy`
 than queued without bound. A background task re-reads the ledger range once a second so newly
 loaded ledgers become visible. JSON-RPC is ``POST /`` and rippled's WebSocket API is ``/``, on
 the project's HTTP stack (:mod:`chainloom.web`: uvicorn behind the wire guard, with its read
-timeouts and WebSocket pings); the HTTP refusals are plain text, as rippled's are.
+timeouts and WebSocket pings); the HTTP refusals are plain text, as rippled's are. Calls that
+need a live server are sent to rippled instead (:mod:`.forwarding`, :mod:`.rippled`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -25,12 +26,15 @@ from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import Response
 
 from chainloom.errors import UnavailableError
+from chainloom.ledger.api import forwarding as fw
 from chainloom.ledger.api import requests as rq
 from chainloom.ledger.api import shapes
 from chainloom.ledger.api.errors import MalformedRequestError, RpcError
 from chainloom.ledger.api.methods import Context, answer
+from chainloom.ledger.api.rippled import RippledForwarder
 from chainloom.ledger.api.shapes import error_body, success
 from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.config import ForwardingSettings
 from chainloom.ledger.errors import LedgerError
 from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
@@ -72,6 +76,8 @@ class ApiOptions:
     light_workers: int = 4
     """Threads for the cheap methods (weight 1), apart from ``workers``: a cheap call is never
     queued behind expensive ones."""
+    forwarding: ForwardingSettings = field(default_factory=ForwardingSettings)
+    """The rippled servers that calls needing a live server go to (:mod:`.forwarding`)."""
 
 
 METHOD_WEIGHTS: dict[str, int] = {
@@ -119,6 +125,9 @@ class LedgerApi:
         self._spent: dict[str, int] = {}
         """Weight in flight per client address."""
         self._refresher: asyncio.Task[None] | None = None
+        self.forwarder = RippledForwarder(
+            self.options.forwarding, max_in_flight=self.options.max_pending
+        )
 
     def app(self) -> FastAPI:
         """The application: JSON-RPC on ``POST /``, rippled's WebSocket API on ``/``."""
@@ -142,7 +151,8 @@ class LedgerApi:
         except MalformedRequestError as bad:
             return ERRORS.response(bad.http_status, str(bad))
         result, status = await self.dispatch(call, client)
-        return Response(orjson.dumps({"result": result}), status, media_type="application/json")
+        answer = {"result": result, **fw.envelope_fields(result)}
+        return Response(orjson.dumps(answer), status, media_type="application/json")
 
     async def websocket(self, socket: WebSocket) -> None:
         """rippled's WebSocket API: ``{"id", "command", ...params}`` in, ``{"id", "result",
@@ -173,13 +183,25 @@ class LedgerApi:
         except WebSocketDisconnect:
             return
 
-    async def dispatch(self, call: rq.Call, client: str = "?") -> tuple[dict[str, Any], int]:
+    async def dispatch(  # noqa: PLR0911 - one return per outcome
+        self, call: rq.Call, client: str = "?"
+    ) -> tuple[dict[str, Any], int]:
         """Validate and answer one call from ``client``: the ``result`` object (a success or
         rippled's error object) and its HTTP status.
 
         The call's weight counts against the client's budget while it runs (past the budget:
         ``slowDown``); cheap calls run on a pool of their own, each pool with its own
-        ``max_pending`` (past it: ``tooBusy``), so expensive calls never hold cheap ones up."""
+        ``max_pending`` (past it: ``tooBusy``), so expensive calls never hold cheap ones up.
+        What needs a live server goes to rippled instead (:mod:`.forwarding`)."""
+        if call.version_error is None:
+            routed = fw.route(
+                call.method,
+                call.params,
+                rippled_configured=self.forwarder.configured,
+                local_methods=rq.PARSERS,
+            )
+            if routed is not fw.Route.LOCAL:
+                return await self._forward(call, client)
         try:
             params = rq.parse_params(call)
         except RpcError as refused:
@@ -210,6 +232,26 @@ class LedgerApi:
             else:
                 del self._spent[client]
         return success(result)["result"], 200
+
+    async def _forward(self, call: rq.Call, client: str) -> tuple[dict[str, Any], int]:
+        """Send ``call`` to rippled (weight 1 against the client's budget while it runs), or
+        ``notEnabled`` when none is configured."""
+        if not self.forwarder.configured:
+            return self._refusal(fw.not_enabled(call.method), call)
+        spent = self._spent.get(client, 0)
+        if spent + 1 > self.options.client_budget:
+            return self._refusal(RpcError("slowDown"), call)
+        self._spent[client] = spent + 1
+        try:
+            return await self.forwarder.forward(call.method, call.params, client)
+        except RpcError as failed:
+            return self._refusal(failed, call)
+        finally:
+            left = self._spent[client] - 1
+            if left:
+                self._spent[client] = left
+            else:
+                del self._spent[client]
 
     def _admit(
         self, pool: concurrent.futures.ThreadPoolExecutor, weight: int, client: str
@@ -250,6 +292,7 @@ class LedgerApi:
             self._refresher.cancel()
         self._executor.shutdown(wait=True, cancel_futures=True)
         self._light.shutdown(wait=True, cancel_futures=True)
+        await self.forwarder.close()
         if self.context.cache is not None:
             self.context.cache.close()
 

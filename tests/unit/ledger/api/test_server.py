@@ -41,7 +41,10 @@ MALFORMED: list[tuple[bytes, int, str]] = [
     (b"{not json", 400, "Unable to parse request"),
     (b'{"params": [{}]}', 400, "Null method"),
     (b'{"method": "ledger", "params": {"ledger_index": 1}}', 400, "params unparseable"),
-    (b'{"method": "submit", "params": [{}]}', 405, "unknownCmd"),
+    (b'{"method": "path_find", "params": [{}]}', 405, "unknownCmd"),
+    (b'{"method": "submit", "params": [{}]}', 501, "notEnabled"),  # no rippled configured
+    (b'{"method": "fee", "params": [{"api_version": 9}]}', 400, "invalidParams"),
+    (b'{"method": "stop", "params": [{"ledger_index": "current"}]}', 405, "unknownCmd"),
     (b'{"method": "ledger", "params": [{"ledger_index": "latest"}]}', 400, "invalidParams"),
     (b'{"method": "ledger", "params": [{"api_version": 9}]}', 400, "invalidParams"),
     (b'{"method": "account_tx", "params": [{"account": "rNope"}]}', 200, "actMalformed"),
@@ -107,7 +110,7 @@ def test_websocket_answers_are_text_frames_and_binary_requests_are_answered() ->
         with connect(f"ws://127.0.0.1:{port}/", open_timeout=5) as socket:
             socket.send("{not json")
             answers.append(socket.recv(timeout=5))
-            socket.send(b'{"id": 7, "command": "submit"}')  # a binary frame holding a request
+            socket.send(b'{"id": 7, "command": "path_find"}')  # a binary frame holding a request
             answers.append(socket.recv(timeout=5))
             socket.send(b"\xff\xfe")  # a binary frame that is not UTF-8
             answers.append(socket.recv(timeout=5))
