@@ -405,7 +405,8 @@ class IngestPipelineStatus(Status):
     """What the operator last saw of the pipeline's child."""
 
     conditions: tuple[PipelineCondition, ...] = Field(
-        default=(), description="Ready, Progressing, Degraded and SubmissionDelayed."
+        default=(),
+        description="Ready, Progressing, Degraded, SubmissionDelayed (and ReconciliationPaused).",
     )
 
     application: str = Field(default="", description="Name of the rendered child.")

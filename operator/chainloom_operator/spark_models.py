@@ -265,7 +265,9 @@ PriorityClassName = Annotated[
 # Status
 
 
-PipelineConditionType = Literal["Ready", "Progressing", "Degraded", "SubmissionDelayed"]
+PipelineConditionType = Literal[
+    "Ready", "Progressing", "Degraded", "SubmissionDelayed", "ReconciliationPaused"
+]
 
 
 class PipelineCondition(Condition):

@@ -131,7 +131,9 @@ class StatusPart(BaseModel):
 class Condition(StatusPart):
     """One condition of a resource's status (the Kubernetes ``metav1.Condition`` fields)."""
 
-    type: Literal["Ready", "Progressing", "Degraded"] = Field(description="Condition type.")
+    type: Literal["Ready", "Progressing", "Degraded", "ReconciliationPaused"] = Field(
+        description="Condition type (ReconciliationPaused: the pause annotation is set)."
+    )
     status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
     reason: str = Field(description="One CamelCase word for the state.")
     message: str = Field(default="", description="What is going on, for a person.")
@@ -150,5 +152,5 @@ class Status(StatusPart):
         default=0, description="metadata.generation of the spec last reconciled."
     )
     conditions: tuple[Condition, ...] = Field(
-        default=(), description="Ready, Progressing and Degraded."
+        default=(), description="Ready, Progressing, Degraded (and ReconciliationPaused)."
     )

@@ -19,6 +19,7 @@ from chainloom_operator._handlers.shared import (
     PLURALS,
     Bookkeeping,
     give_up_or_retry,
+    held,
     key_of,
     listed,
     log,
@@ -105,6 +106,8 @@ def recheck_tables(cluster: Cluster, settings: OperatorSettings, stop: threading
             if fresh is None or fresh["metadata"].get("deletionTimestamp"):
                 continue
             try:
+                if held(KIND, fresh, cluster, "the schema check"):
+                    continue
                 reconcile_table(cluster, fresh, None, settings)
             except OperatorError as error:
                 log.warning("BackendTable %s/%s: %s", key[1], key[2], error)

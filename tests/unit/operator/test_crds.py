@@ -65,7 +65,12 @@ def test_names_columns_and_rules() -> None:
     status = pool["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
     assert "observedGeneration" in status["properties"]
     condition = status["properties"]["conditions"]["items"]
-    assert condition["properties"]["type"]["enum"] == ["Ready", "Progressing", "Degraded"]
+    assert condition["properties"]["type"]["enum"] == [
+        "Ready",
+        "Progressing",
+        "Degraded",
+        "ReconciliationPaused",
+    ]
     assert "observedGeneration" in condition["properties"]
 
 
