@@ -43,6 +43,7 @@ PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
     "BackendTable": [
         {"name": "Backend", "type": "string", "jsonPath": ".spec.backend"},
         {"name": "Deletion", "type": "string", "jsonPath": ".spec.deletion_policy"},
+        {"name": "API", "type": "string", "jsonPath": ".status.apiReady"},
     ],
 }
 """Kind-specific columns of ``kubectl get``; Ready, Reason and Age follow on every kind."""
@@ -51,6 +52,16 @@ COMMON_COLUMNS: list[dict[str, Any]] = [
     {"name": "Reason", "type": "string", "jsonPath": f"{_READY}.reason", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
+
+SCALE = {
+    "BackendTable": {
+        "specReplicasPath": ".spec.api.replicas",
+        "statusReplicasPath": ".status.api.replicas",
+        "labelSelectorPath": ".status.api.selector",
+    }
+}
+"""The scale subresource of the kinds that have one: ``kubectl scale btable/NAME
+--replicas=N`` (and a HorizontalPodAutoscaler) set the API's replicas."""
 
 _DROPPED = {"title", "writeOnly", "readOnly", "examples", "format", "discriminator"}
 _FORMATS = {"int32", "int64", "date-time"}
@@ -177,7 +188,8 @@ def definition(kind: str) -> dict[str, Any]:
                     "name": VERSION,
                     "served": True,
                     "storage": True,
-                    "subresources": {"status": {}},
+                    "subresources": {"status": {}}
+                    | ({"scale": SCALE[kind]} if kind in SCALE else {}),
                     "additionalPrinterColumns": PRINTER_COLUMNS[kind] + COMMON_COLUMNS,
                     "schema": {
                         "openAPIV3Schema": {

@@ -51,9 +51,11 @@ from chainloom_operator.spec_parts import (
     CEL_RULES,
     GROUP,
     VERSION,
+    Affinity,
     Condition,
     DnsLabel,
     Placement,
+    PodPlacement,
     Quantity,
     ResourceName,
     Resources,
@@ -72,9 +74,11 @@ __all__ = [  # the parts, re-exported: every model of the CRs is importable from
     "CEL_RULES",
     "GROUP",
     "VERSION",
+    "Affinity",
     "Condition",
     "DnsLabel",
     "Placement",
+    "PodPlacement",
     "Quantity",
     "ResourceName",
     "Resources",
@@ -405,7 +409,8 @@ class IngestPipelineStatus(Status):
     """What the operator last saw of the pipeline's child."""
 
     conditions: tuple[PipelineCondition, ...] = Field(
-        default=(), description="Ready, Progressing, Degraded and SubmissionDelayed."
+        default=(),
+        description="Ready, Progressing, Degraded, SubmissionDelayed (and ReconciliationPaused).",
     )
 
     application: str = Field(default="", description="Name of the rendered child.")
@@ -445,8 +450,49 @@ class IngestPipelineStatus(Status):
 # BackendTable
 
 
+class ApiService(Spec):
+    """The Service in front of the API's pods."""
+
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(
+        default="ClusterIP", description="The Service's type."
+    )
+    port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="The Service's port; null: the API's own (4401 events, 51234 ledger).",
+    )
+
+
+class ApiSpec(Spec):
+    """The read API over the tables: ``chainloom events api`` (bigtable) or ``chainloom ledger
+    api`` (cassandra) as a Deployment, a Service and a PodDisruptionBudget."""
+
+    image: str = Field(default="chainloom:latest", min_length=1, description="The chainloom image.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        default="IfNotPresent", description="imagePullPolicy of the pods."
+    )
+    replicas: int = Field(
+        default=2, ge=0, le=64, description="API pods (kubectl scale btable/NAME works too)."
+    )
+    resources: Resources = Field(default_factory=Resources, description="Per API pod.")
+    placement: PodPlacement = Field(
+        default_factory=PodPlacement,
+        description="Node selector, tolerations and affinity of the pods.",
+    )
+    service: ApiService = Field(default_factory=ApiService, description="The Service.")
+    cursor_key: SecretKeyRef | None = Field(
+        default=None,
+        description="A Secret key holding the key that signs the events API's list cursors "
+        "(api.cursor_key_file), so a cursor from one replica is taken by the others; null: a "
+        "key per pod (a next page may be refused by another replica). Bigtable only.",
+    )
+    env: dict[str, str] = reused(KubernetesSettings, "env")
+
+
 class BackendTableSpec(Spec):
-    """The Bigtable events tables, or a Cassandra keyspace with Clio's tables."""
+    """The Bigtable events tables, or a Cassandra keyspace with Clio's tables; optionally the
+    read API serving them."""
 
     backend: Literal["bigtable", "cassandra"] = Field(description="Which database.")
     bigtable: BigtableSettings | None = Field(
@@ -460,13 +506,20 @@ class BackendTableSpec(Spec):
         description="On deleting the resource, keep the tables (Retain) or drop them (Delete: "
         "a finalizer holds the resource until they are gone).",
     )
+    api: ApiSpec | None = Field(
+        default=None,
+        description="The API serving the tables (events api or ledger api); null: none.",
+    )
 
     def cel_checks(self) -> list[str]:
+        broken = []
         if (self.backend == "bigtable") != (self.bigtable is not None) or (
             self.backend == "cassandra"
         ) != (self.cassandra is not None):
-            return ["give bigtable for backend bigtable, cassandra for backend cassandra"]
-        return []
+            broken.append("give bigtable for backend bigtable, cassandra for backend cassandra")
+        if self.api is not None and self.api.cursor_key is not None and self.backend != "bigtable":
+            broken.append("api.cursor_key is for backend bigtable (the events API) only")
+        return broken
 
 
 cel(
@@ -475,6 +528,8 @@ cel(
      "has(self.cassandra)",
      "give bigtable for backend bigtable, cassandra for backend cassandra"),
     ("self.backend == oldSelf.backend", "backend is immutable"),
+    ("!has(self.api) || !has(self.api.cursor_key) || self.backend == 'bigtable'",
+     "api.cursor_key is for backend bigtable (the events API) only"),
 )  # fmt: skip
 
 
@@ -488,8 +543,18 @@ class Drift(StatusPart):
     actual: str | None = Field(default=None, description="What is there.")
 
 
+class ApiStatus(StatusPart):
+    """The API's Deployment as the operator last saw it (also the scale subresource's)."""
+
+    deployment: str = Field(default="", description="The API's Deployment.")
+    service: str = Field(default="", description="Its Service (same namespace).")
+    replicas: int = Field(default=0, description="API pods that exist (the Deployment's).")
+    ready_replicas: int = Field(default=0, description="API pods that pass their readiness.")
+    selector: str = Field(default="", description="The label selector of the API's pods.")
+
+
 class BackendTableStatus(Status):
-    """What the operator last found in the database."""
+    """What the operator last found in the database, and the API serving it."""
 
     tables: tuple[str, ...] = Field(default=(), description="The tables chainloom manages.")
     created: tuple[str, ...] = Field(
@@ -499,6 +564,10 @@ class BackendTableStatus(Status):
         default=(), description="Differences found (reported, never fixed destructively)."
     )
     last_checked: str = Field(default="", description="When the schema was last checked.")
+    api_ready: str = Field(
+        default="", description="Ready/desired API pods, e.g. 2/2 (empty without spec.api)."
+    )
+    api: ApiStatus | None = Field(default=None, description="The API (with spec.api).")
 
 
 SPECS: dict[str, tuple[type[Spec], type[Status]]] = {

@@ -11,13 +11,13 @@ server checks them when the spark-operator creates the pods.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
 from chainloom_operator.spec_parts import (
     Condition,
-    Placement,
+    PodPlacement,
     Quantity,
     ResourceName,
     SecretKeyRef,
@@ -216,27 +216,9 @@ class Secrets(Spec):
     )
 
 
-class Affinity(Spec):
-    """Kubernetes' ``affinity`` of a pod, its three parts as in a pod spec (camelCase inside)."""
-
-    node_affinity: dict[str, Any] | None = Field(
-        default=None, description="nodeAffinity (requiredDuringScheduling..., preferred...)."
-    )
-    pod_affinity: dict[str, Any] | None = Field(default=None, description="podAffinity.")
-    pod_anti_affinity: dict[str, Any] | None = Field(default=None, description="podAntiAffinity.")
-
-    def kubernetes(self) -> dict[str, Any]:
-        """The pod-spec ``affinity`` object."""
-        parts = (("nodeAffinity", self.node_affinity), ("podAffinity", self.pod_affinity),
-                 ("podAntiAffinity", self.pod_anti_affinity))  # fmt: skip
-        return {name: value for name, value in parts if value is not None}
-
-
-class SparkPlacement(Placement):
+class SparkPlacement(PodPlacement):
     """Where the driver (or the executors) may run (v1beta2 ``driver``/``executor``
     ``nodeSelector``, ``tolerations``, ``affinity``)."""
-
-    affinity: Affinity | None = Field(default=None, description="Node and pod (anti-)affinity.")
 
 
 class BatchScheduler(Spec):
@@ -265,7 +247,9 @@ PriorityClassName = Annotated[
 # Status
 
 
-PipelineConditionType = Literal["Ready", "Progressing", "Degraded", "SubmissionDelayed"]
+PipelineConditionType = Literal[
+    "Ready", "Progressing", "Degraded", "SubmissionDelayed", "ReconciliationPaused"
+]
 
 
 class PipelineCondition(Condition):

@@ -116,6 +116,28 @@ class Placement(Spec):
     )
 
 
+class Affinity(Spec):
+    """Kubernetes' ``affinity`` of a pod, its three parts as in a pod spec (camelCase inside)."""
+
+    node_affinity: dict[str, Any] | None = Field(
+        default=None, description="nodeAffinity (requiredDuringScheduling..., preferred...)."
+    )
+    pod_affinity: dict[str, Any] | None = Field(default=None, description="podAffinity.")
+    pod_anti_affinity: dict[str, Any] | None = Field(default=None, description="podAntiAffinity.")
+
+    def kubernetes(self) -> dict[str, Any]:
+        """The pod-spec ``affinity`` object."""
+        parts = (("nodeAffinity", self.node_affinity), ("podAffinity", self.pod_affinity),
+                 ("podAntiAffinity", self.pod_anti_affinity))  # fmt: skip
+        return {name: value for name, value in parts if value is not None}
+
+
+class PodPlacement(Placement):
+    """Where the pods may run: node selector, tolerations, and node and pod (anti-)affinity."""
+
+    affinity: Affinity | None = Field(default=None, description="Node and pod (anti-)affinity.")
+
+
 class StatusPart(BaseModel):
     """Base of the status models: camelCase on the wire, as Kubernetes tools read status.
 
@@ -131,7 +153,9 @@ class StatusPart(BaseModel):
 class Condition(StatusPart):
     """One condition of a resource's status (the Kubernetes ``metav1.Condition`` fields)."""
 
-    type: Literal["Ready", "Progressing", "Degraded"] = Field(description="Condition type.")
+    type: Literal["Ready", "Progressing", "Degraded", "ReconciliationPaused"] = Field(
+        description="Condition type (ReconciliationPaused: the pause annotation is set)."
+    )
     status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
     reason: str = Field(description="One CamelCase word for the state.")
     message: str = Field(default="", description="What is going on, for a person.")
@@ -150,5 +174,5 @@ class Status(StatusPart):
         default=0, description="metadata.generation of the spec last reconciled."
     )
     conditions: tuple[Condition, ...] = Field(
-        default=(), description="Ready, Progressing and Degraded."
+        default=(), description="Ready, Progressing, Degraded (and ReconciliationPaused)."
     )

@@ -48,6 +48,11 @@ INVALID = [
     ("BackendTable", {"backend": "cassandra"},
      "give bigtable for backend bigtable, cassandra for backend cassandra"),
     ("BackendTable", {"backend": "sqlite", "cassandra": {}}, "Unsupported value"),
+    ("BackendTable",
+     {"backend": "cassandra", "cassandra": {}, "api": {"cursor_key": {"name": "k"}}},
+     "api.cursor_key is for backend bigtable (the events API) only"),
+    ("BackendTable", {"backend": "bigtable", "bigtable": {}, "api": {"replicas": 65}},
+     "should be less than or equal to 64"),
 ]  # fmt: skip
 
 
@@ -76,5 +81,5 @@ def test_short_names_category_and_columns(chainloom_crds: str, kube_namespace: s
     listed = kubectl_json(chainloom_crds, "-n", kube_namespace, "get", "chainloom")
     assert len(listed["items"]) == len(SAMPLES)
     table = kubectl(chainloom_crds, "-n", kube_namespace, "get", "btable").stdout
-    assert table.split("\n")[0].split() == ["NAME", "BACKEND", "DELETION", "READY", "AGE"]
+    assert table.split("\n")[0].split() == ["NAME", "BACKEND", "DELETION", "API", "READY", "AGE"]
     assert kubectl(chainloom_crds, "-n", kube_namespace, "get", "rpool", "mainnet").returncode == 0

@@ -10,6 +10,12 @@ Failures a user can act on (a missing Secret, sink or CRD, an unreachable databa
 Warning event on the resource and its ``Degraded`` condition, then a retry after a growing,
 jittered wait, at most ``retries`` times; a spec the models refuse is not retried (only a new
 spec can fix it).
+
+A resource annotated ``chainloom.io/pause-reconciliation: "true"`` is held here, in one place
+for every kind (:func:`held`): whatever triggers its reconcile or status refresh (a spec
+change, a child's event, a wake-up, the recheck) only writes its ``ReconciliationPaused``
+condition, and nothing touches its children until the annotation goes
+(:mod:`chainloom_operator._render.pause`).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import kopf
 from pydantic import ValidationError
@@ -34,6 +40,7 @@ from chainloom_operator._render.common import (
     Owner,
     stale_children,
 )
+from chainloom_operator._render.pause import PAUSE_ANNOTATION, is_paused, paused_conditions
 from chainloom_operator._render.status import Failure
 from chainloom_operator.config import OperatorSettings
 from chainloom_operator.errors import OperatorError, SpecError
@@ -79,6 +86,53 @@ def previous_conditions(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The conditions the resource's status holds now."""
     conditions: list[dict[str, Any]] = (body.get("status") or {}).get("conditions") or []
     return conditions
+
+
+def _with_pause(essence: kopf.BodyEssence, source: Mapping[str, Any]) -> kopf.BodyEssence:
+    """``essence`` with the pause annotation of ``source`` (a body or an essence) put back."""
+    value = ((source.get("metadata") or {}).get("annotations") or {}).get(PAUSE_ANNOTATION)
+    if value is not None:
+        metadata: Any = essence.setdefault("metadata", {})
+        metadata.setdefault("annotations", {})[PAUSE_ANNOTATION] = value
+    return essence
+
+
+class PauseAwareDiffBase(kopf.AnnotationsDiffBaseStorage):
+    """kopf's diff base (what it compares to call an update handler), with the pause annotation
+    kept in it: kopf leaves out every annotation under its own storage prefix
+    (``chainloom.io``), so setting or removing the annotation would otherwise not be a change
+    kopf reacts to, and a resource would stay paused until its next spec change."""
+
+    def build(
+        self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None
+    ) -> kopf.BodyEssence:
+        return _with_pause(super().build(body=body, extra_fields=extra_fields), body)
+
+
+class PauseAwareProgress(kopf.AnnotationsProgressStorage):
+    """kopf's progress storage, which also clears the annotations under its prefix out of
+    the essence before the comparison: it keeps the pause annotation there (see
+    :class:`PauseAwareDiffBase`)."""
+
+    def clear(self, *, essence: kopf.BodyEssence) -> kopf.BodyEssence:
+        return _with_pause(super().clear(essence=essence), cast(Mapping[str, Any], essence))
+
+
+def held(kind: str, body: Mapping[str, Any], cluster: Cluster, trigger: str) -> bool:
+    """True when the resource ``body`` is paused: then its ``ReconciliationPaused`` condition
+    is written (unless the status has it for this generation already), a log line says what
+    was left alone (``trigger``), and the caller does nothing else."""
+    if not is_paused(body):
+        return False
+    meta = body["metadata"]
+    log.info("%s %s/%s: paused (%s): %s left alone", kind, meta["namespace"], meta["name"],
+             PAUSE_ANNOTATION, trigger)  # fmt: skip
+    conditions = paused_conditions(previous_conditions(body),
+                                   generation=meta.get("generation", 0), now=now())  # fmt: skip
+    if conditions is not None:
+        cluster.patch_status(PLURALS[kind], meta["namespace"], meta["name"],
+                             {"conditions": conditions})  # fmt: skip
+    return True
 
 
 Reconcile = Callable[[Cluster, Mapping[str, Any], Failure | None, OperatorSettings], float | None]
@@ -169,6 +223,8 @@ def reconciling(
     key = key_of(kind, body)
     started = time.monotonic()
     with books.lock(key):
+        if held(kind, body, cluster, f"generation {body['metadata'].get('generation')}"):
+            return
         try:
             after = reconcile(cluster, body, None, memo["settings"])
         except OperatorError as error:
@@ -209,6 +265,8 @@ def refresh_later(
             if body is None or body["metadata"].get("deletionTimestamp"):
                 return
             try:
+                if held(kind, body, cluster, "a status wake-up"):
+                    return
                 again = refresh(cluster, body, books.failures.get(key))
             except OperatorError as error:
                 log.warning("%s %s/%s: %s", kind, key[1], key[2], error)
@@ -231,6 +289,8 @@ def refresh_owner(kind: str, key: tuple[str, str, str], *, books: Bookkeeping,
         if owner is None or owner["metadata"].get("deletionTimestamp"):
             return
         try:
+            if held(kind, owner, cluster, "a status refresh"):
+                return
             after = refresh(cluster, owner, books.failures.get(key))
         except OperatorError as error:
             log.warning("%s %s/%s: %s", kind, key[1], key[2], error)
@@ -258,6 +318,8 @@ def on_child_event(
         if not any(r.get("uid") == owner["metadata"]["uid"] for r in references):
             return  # a child of an earlier incarnation of the owner: the GC takes it
         try:
+            if held(kind, owner, cluster, f"{type} {body.get('kind')} {body['metadata']['name']}"):
+                return
             if type == "DELETED":
                 log.info("%s %s deleted: reconciling %s %s", body.get("kind"),
                          body["metadata"]["name"], kind, name)  # fmt: skip

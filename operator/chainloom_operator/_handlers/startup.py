@@ -14,7 +14,12 @@ import kopf
 from chainloom_operator._handlers.backend_table import recheck_tables
 from chainloom_operator._handlers.ingest_pipeline import DRIVER_POD_SELECTOR, recheck_pipelines
 from chainloom_operator._handlers.relayer_pool import recheck_queues
-from chainloom_operator._handlers.shared import FINALIZER, Bookkeeping
+from chainloom_operator._handlers.shared import (
+    FINALIZER,
+    Bookkeeping,
+    PauseAwareDiffBase,
+    PauseAwareProgress,
+)
 from chainloom_operator._kube import Cluster, api_client
 from chainloom_operator.config import OperatorSettings
 from chainloom_operator.metrics import OperatorMetrics
@@ -43,8 +48,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     if memo.get("metrics") is None:
         memo["metrics"] = OperatorMetrics()
     settings.persistence.finalizer = FINALIZER
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    settings.persistence.progress_storage = PauseAwareProgress(prefix=GROUP)
+    settings.persistence.diffbase_storage = PauseAwareDiffBase(prefix=GROUP)
     settings.networking.request_timeout = ours.request_timeout
     settings.watching.server_timeout = 120
     settings.watching.client_timeout = 150

@@ -7,12 +7,13 @@ keeping any state of its own.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from chainloom_operator.models import API_VERSION, Placement
+from chainloom_operator.models import API_VERSION, Placement, PodPlacement
 
 MANAGED_BY = "chainloom-operator"
 """``app.kubernetes.io/managed-by`` of every child; also the server-side apply field manager."""
@@ -109,7 +110,8 @@ def container_security() -> dict[str, Any]:
 
 
 def placement(where: Placement) -> dict[str, Any]:
-    """The pod-spec fields of a :class:`Placement` (none when it says nothing)."""
+    """The pod-spec fields of a :class:`Placement` (none when it says nothing); a
+    :class:`PodPlacement`'s affinity as Kubernetes' object, copied as written."""
     fields: dict[str, Any] = {}
     if where.node_selector:
         fields["nodeSelector"] = dict(where.node_selector)
@@ -125,6 +127,10 @@ def placement(where: Placement) -> dict[str, Any]:
             }
             for t in where.tolerations
         ]  # fmt: skip
+    if isinstance(where, PodPlacement) and where.affinity is not None:
+        affinity = where.affinity.kubernetes()
+        if affinity:
+            fields["affinity"] = copy.deepcopy(affinity)
     return fields
 
 

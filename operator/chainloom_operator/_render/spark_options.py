@@ -22,7 +22,7 @@ from typing import Any
 
 from chainloom_operator._render.common import placement
 from chainloom_operator.models import BatchSpec
-from chainloom_operator.spark_models import RestartPolicy, SparkPlacement, Volume
+from chainloom_operator.spark_models import RestartPolicy, Volume
 
 ROLES = ("driver", "executor")
 """The two kinds of pods of an application."""
@@ -58,13 +58,6 @@ def volume(source: Volume) -> dict[str, Any]:
     return {"name": source.name, "emptyDir": empty}
 
 
-def _placement(where: SparkPlacement) -> dict[str, Any]:
-    fields = placement(where)
-    if where.affinity is not None and where.affinity.kubernetes():
-        fields["affinity"] = copy.deepcopy(where.affinity.kubernetes())
-    return fields
-
-
 def _role(batch: BatchSpec, role: str, pod: dict[str, Any]) -> dict[str, Any]:
     """The ``driver`` or ``executor`` section with the options that concern it."""
     pod = copy.deepcopy(pod)
@@ -81,7 +74,7 @@ def _role(batch: BatchSpec, role: str, pod: dict[str, Any]) -> dict[str, Any]:
         pod["envSecretKeyRefs"] = {
             e.name: {"name": e.secret_ref.name, "key": e.secret_ref.key} for e in batch.secrets.env
         }
-    pod.update(_placement(batch.driver_placement if role == "driver" else batch.executor_placement))
+    pod.update(placement(batch.driver_placement if role == "driver" else batch.executor_placement))
     if batch.priority_class_name is not None:
         pod["priorityClassName"] = batch.priority_class_name
     return pod

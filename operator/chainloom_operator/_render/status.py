@@ -22,6 +22,7 @@ from chainloom_operator._render.spark_status import (
     start_delay,
 )
 from chainloom_operator.models import (
+    ApiStatus,
     BackendTableStatus,
     Condition,
     Drift,
@@ -462,17 +463,25 @@ def table_status(
     previous: Sequence[Mapping[str, Any]],
     now: str,
     failure: Failure | None = None,
+    api: tuple[str, ApiStatus | None] = ("", None),
+    api_available: bool = True,
 ) -> BackendTableStatus:
-    """The BackendTable's status from the last schema check."""
+    """The BackendTable's status from the last schema check and, with ``spec.api``, its API
+    (``api``: ``apiReady`` and the API's status, :func:`~._render.api.api_status`;
+    ``api_available``: its Deployment has rolled out and every replica is available)."""
+    api_ready, api_found = api
+    shown = "; ".join(f"{d.table} {d.item}: {d.problem}" for d in drift[:5])
+    drifted = f"{len(drift)} difference(s), not changed: {shown}"
     if drift:
-        shown = "; ".join(f"{d.table} {d.item}: {d.problem}" for d in drift[:5])
-        ready = Verdict("True", "Drifted", f"{len(drift)} difference(s), not changed: {shown}")
-        verdicts = _verdicts(ready, False, failure)
-        if failure is None:
-            verdicts["Degraded"] = Verdict("True", "Drifted", ready.message)
+        ready = Verdict("True", "Drifted", drifted)
     else:
         ready = Verdict("True", "InSync", f"{len(tables)} tables match the schema")
-        verdicts = _verdicts(ready, False, failure)
+    if api_found is not None and not api_available:
+        ready = Verdict("False", "ApiNotReady",
+                        f"waiting for the API's pods to be ready ({api_ready})")  # fmt: skip
+    verdicts = _verdicts(ready, ready.status != "True", failure)
+    if drift and failure is None:
+        verdicts["Degraded"] = Verdict("True", "Drifted", drifted)
     return BackendTableStatus(
         observed_generation=generation,
         conditions=conditions(verdicts, generation, previous, now),
@@ -480,4 +489,6 @@ def table_status(
         created=tuple(created),
         drift=tuple(drift),
         last_checked=now,
+        api_ready=api_ready,
+        api=api_found,
     )

@@ -195,6 +195,11 @@ def served(tables: BigtableTables, vaa_vectors: list[dict[str, Any]]) -> Iterato
         yield Served(base, json.loads(body), tables)
 
 
+def test_readiness_reads_the_store(served: Served) -> None:
+    code, _, body = fetch(served.base + "/readyz")
+    assert (code, json.loads(body)) == (200, {"status": "ready"})
+
+
 def test_every_vector_by_id(served: Served, vaa_vectors: list[dict[str, Any]]) -> None:
     vectors = _mainnet(vaa_vectors)
     assert vectors
@@ -340,6 +345,17 @@ def test_an_unreachable_store_is_a_503_in_one_line(
 
         answer = asyncio.run(ask())
         api.close()
+        ready_api = EventsApi(StoreReads(tables), EventsApiSettings())
+
+        async def ask_ready() -> httpx.Response:
+            transport = httpx.ASGITransport(app=events_app(ready_api))
+            async with httpx.AsyncClient(transport=transport, base_url="http://events") as client:
+                return await client.get("/readyz")
+
+        unready = asyncio.run(ask_ready())
+        ready_api.close()
+    assert unready.status_code == 503  # readiness is a round trip to the store
+    assert unready.json()["error"] == "unavailable"
     assert answer.status_code == 503
     body = answer.json()
     assert body["error"] == "unavailable"

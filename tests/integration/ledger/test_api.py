@@ -9,6 +9,7 @@ decoder of the same blob.
 
 from __future__ import annotations
 
+import json
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -133,6 +134,18 @@ def _without(mapping: dict[str, Any], *names: str) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ server
+
+
+def test_readiness_reads_the_range_from_the_store(served: Served) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(served.url + "readyz", timeout=30) as reply:
+        assert reply.status == 200
+        assert json.loads(reply.read()) == {
+            "status": "ready",
+            "complete_ledgers": f"{FIRST}-{FIRST + LEDGERS}",
+        }
+    with opener.open(served.url + "healthz", timeout=30) as reply:
+        assert json.loads(reply.read()) == {"status": "ok"}
 
 
 def test_server_info_and_ledger_range_show_the_stored_range(served: Served) -> None:

@@ -42,7 +42,22 @@ def test_schemas_are_structural(kind: str) -> None:
         ), path
         for flag in ("exclusiveMinimum", "exclusiveMaximum"):
             assert isinstance(node.get(flag, True), bool), path
-    assert version["subresources"] == {"status": {}}
+    assert version["subresources"]["status"] == {}
+    assert ("scale" in version["subresources"]) == (kind == "BackendTable")
+
+
+def test_the_backend_table_scales_its_api() -> None:
+    version = crds.definition("BackendTable")["spec"]["versions"][0]
+    assert version["subresources"]["scale"] == {
+        "specReplicasPath": ".spec.api.replicas",
+        "statusReplicasPath": ".status.api.replicas",
+        "labelSelectorPath": ".status.api.selector",
+    }
+    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    assert columns["API"] == ".status.apiReady"
+    status = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    assert status["api"]["properties"]["replicas"]["type"] == "integer"
+    assert status["api"]["properties"]["selector"]["type"] == "string"
 
 
 def test_unknown_fields_are_kept_only_where_a_value_has_several_shapes() -> None:
@@ -65,7 +80,12 @@ def test_names_columns_and_rules() -> None:
     status = pool["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
     assert "observedGeneration" in status["properties"]
     condition = status["properties"]["conditions"]["items"]
-    assert condition["properties"]["type"]["enum"] == ["Ready", "Progressing", "Degraded"]
+    assert condition["properties"]["type"]["enum"] == [
+        "Ready",
+        "Progressing",
+        "Degraded",
+        "ReconciliationPaused",
+    ]
     assert "observedGeneration" in condition["properties"]
 
 

@@ -465,6 +465,17 @@ def _index_routes(app: FastAPI, api: EventsApi) -> None:
     async def health() -> Response:
         return _json(200, shapes.body(models.Health(status="ok")))
 
+    @app.get(
+        "/readyz",
+        operation_id="ready",
+        summary="Readiness: one read of each table answered (503 while the store is down).",
+        response_model=models.Health,
+        responses=_errors(503),
+    )
+    async def ready() -> Response:
+        await api.read(api.reads.check)
+        return _json(200, shapes.body(models.Health(status="ready")))
+
 
 def document(version: str = "0") -> dict[str, Any]:
     """The OpenAPI document served at ``/openapi.json``, rendered without a store."""

@@ -178,9 +178,9 @@ class GapsResponse(ApiModel):
 
 
 class Health(ApiModel):
-    """``GET /healthz``."""
+    """``GET /healthz`` and ``GET /readyz``."""
 
-    status: str = Field(description="ok")
+    status: str = Field(description="ok (/healthz) or ready (/readyz)")
 
 
 class ErrorBody(ApiModel):

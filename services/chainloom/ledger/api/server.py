@@ -142,7 +142,33 @@ class LedgerApi:
         async def websocket(socket: WebSocket) -> None:
             await self.websocket(socket)
 
+        @app.get("/healthz", summary="Liveness: the server's event loop answers.")
+        async def health() -> Response:
+            return Response(orjson.dumps({"status": "ok"}), 200, media_type="application/json")
+
+        @app.get("/readyz", summary="Readiness: the backend answers a read of the ledger range.")
+        async def ready() -> Response:
+            return await self.ready()
+
         return app
+
+    async def ready(self) -> Response:
+        """200 once the backend has answered a read of the committed range (a real round trip,
+        on the pool of cheap calls, within ``READY_TIMEOUT`` seconds); 503 naming the cause
+        when it does not."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(READY_TIMEOUT):
+                found = await loop.run_in_executor(
+                    self._light, self.context.backend.hard_fetch_ledger_range
+                )
+        except TimeoutError:
+            return _unready(f"the backend did not answer within {READY_TIMEOUT:g} s")
+        except (LedgerError, UnavailableError) as failed:
+            return _unready(str(failed))
+        ledgers = "" if found is None else f"{found.min_sequence}-{found.max_sequence}"
+        body = {"status": "ready", "complete_ledgers": ledgers}
+        return Response(orjson.dumps(body), 200, media_type="application/json")
 
     async def handle(self, body: bytes, client: str = "?") -> Response:
         """One JSON-RPC call from ``client`` (its address)."""
@@ -295,6 +321,15 @@ class LedgerApi:
         await self.forwarder.close()
         if self.context.cache is not None:
             self.context.cache.close()
+
+
+READY_TIMEOUT = 5.0
+"""Seconds ``/readyz`` waits for the backend (below a Kubernetes probe's own timeout)."""
+
+
+def _unready(reason: str) -> Response:
+    body = {"status": "unavailable", "reason": reason}
+    return Response(orjson.dumps(body), 503, media_type="application/json")
 
 
 def _frame_text(message: Any) -> str:

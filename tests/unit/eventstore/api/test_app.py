@@ -44,6 +44,8 @@ class MemoryReads:
 
     def check(self) -> None:
         self._called("check")
+        if self.outage is not None:
+            raise StoreUnavailableError("emulator 127.0.0.1:1", "no answer within 1 s")
 
     def message(self, key: MessageKey) -> StoredMessage | None:
         self._called("message")
@@ -286,6 +288,22 @@ def test_methods_openapi_and_health() -> None:
     check(document(), "/api/v1/gaps", 200, _body(gaps))
     refusal, _ = ERRORS.render(431, "request head exceeds 8192 bytes")
     assert json.loads(refusal)["error"] == "head_too_large"
+    api.close()
+
+
+def test_readiness_is_a_round_trip_to_the_store() -> None:
+    reads = MemoryReads(MESSAGES)
+    api = _api(reads, probe_interval=30)
+    answer = _get(api, "/readyz")
+    assert (answer.status, _body(answer)) == (200, {"status": "ready"})
+    assert reads.calls == ["check"]  # the store was asked; /healthz never asks it
+    assert _get(api, "/healthz").status == 200
+    assert reads.calls == ["check"]
+    reads.outage = MESSAGES[0]
+    down = _get(api, "/readyz")
+    assert down.status == 503
+    check(document(), "/readyz", 503, _body(down))
+    assert _get(api, "/healthz").status == 200  # liveness does not follow the store
     api.close()
 
 

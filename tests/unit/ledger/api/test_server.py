@@ -20,6 +20,7 @@ from websockets.sync.client import connect
 
 from chainloom.ledger.api.server import ApiOptions, LedgerApi, web_server
 from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.errors import BackendError
 from chainloom.ledger.types import LedgerRange
 from chainloom.web.server import DESCRIPTOR_RESERVE, connection_cap
 
@@ -363,3 +364,42 @@ def test_a_forwarded_for_header_does_not_change_who_the_client_is() -> None:
 
     asyncio.run(run())
     assert sorted(errors, key=str) == sorted(["lgrNotFound", "slowDown"], key=str)
+
+
+class RangeBackend:
+    """Answers the range read, or fails it as an unreachable database does."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self.reads = 0
+
+    def hard_fetch_ledger_range(self) -> LedgerRange | None:
+        self.reads += 1
+        if self.down:
+            raise BackendError("cassandra 10.0.0.9:9042: no host answered")
+        return LedgerRange(38129, 38137)
+
+
+def test_readiness_reads_the_range_from_the_backend_and_liveness_does_not() -> None:
+    backend = RangeBackend()
+
+    async def run() -> list[tuple[int, Any]]:
+        api = LedgerApi(cast(BackendInterface, backend), ApiOptions(range_refresh_seconds=3600))
+        transport = httpx.ASGITransport(app=api.app())
+        seen = []
+        async with httpx.AsyncClient(transport=transport, base_url="http://ledger") as client:
+            for down, path in ((False, "/readyz"), (False, "/healthz"), (True, "/readyz"),
+                               (True, "/healthz")):  # fmt: skip
+                backend.down = down
+                reply = await client.get(path)
+                seen.append((reply.status_code, reply.json()))
+        await api.close()
+        return seen
+
+    assert asyncio.run(run()) == [
+        (200, {"status": "ready", "complete_ledgers": "38129-38137"}),
+        (200, {"status": "ok"}),
+        (503, {"status": "unavailable", "reason": "cassandra 10.0.0.9:9042: no host answered"}),
+        (200, {"status": "ok"}),
+    ]
+    assert backend.reads == 2  # each readiness check a round trip; liveness none

@@ -1,0 +1,237 @@
+"""A BackendTable's read API as manifests: ConfigMap, Deployment, Service, PodDisruptionBudget.
+
+A Bigtable table is served by ``chainloom events api``, a Cassandra keyspace by ``chainloom
+ledger api``. Each pod loads a settings file built from the BackendTable's own ``bigtable`` or
+``cassandra`` section and dumped by the service's model (``EventStoreSettings``,
+``LedgerSettings``), as the relayer's and the indexer's pods get theirs, so the API reads exactly
+the tables the operator manages. The pods are ready when their ``/readyz`` has done a real
+round trip to the store (a read of each table; the ledger range), alive while ``/healthz``
+answers; the PodDisruptionBudget lets a drain take one pod at a time. The events API's cursor
+key, when the spec names a Secret, is a file of that Secret mounted into every pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from chainloom.eventstore.api.config import EventsApiSettings
+from chainloom.eventstore.config import EventStoreSettings
+from chainloom.ledger.config import LedgerSettings
+from chainloom_operator._render.common import (
+    CONFIG_HASH_ANNOTATION,
+    OWNER_KIND_LABEL,
+    Owner,
+    container_security,
+    content_hash,
+    labels,
+    metadata,
+    placement,
+    pod_security,
+    resources,
+    telemetry_environment,
+)
+from chainloom_operator.models import ApiSpec, ApiStatus, BackendTableSpec
+
+API = "api"
+"""``app.kubernetes.io/component`` of the API's objects."""
+CONFIG_DIR = "/etc/chainloom"
+"""Where the API's ConfigMap is mounted."""
+CURSOR_DIR = "/var/run/chainloom/cursor"
+"""Where the cursor key's Secret is mounted."""
+CURSOR_FILE = f"{CURSOR_DIR}/key"
+EVENTS_PORT = EventsApiSettings.model_fields["port"].default
+"""The events API's port (its default, 4401), in the container and by default the Service."""
+LEDGER_PORT = 51234
+"""The ledger API's port (``chainloom ledger api``'s default, rippled's public port)."""
+READY_TIMEOUT = 6
+"""Seconds a readiness probe waits: above the ledger API's own 5 s bound on the store read."""
+
+
+def api_name(owner: Owner) -> str:
+    """The name of every object of the API."""
+    return f"{owner.name}-api"
+
+
+def api_port(spec: BackendTableSpec) -> int:
+    """The port the API's container listens on."""
+    return EVENTS_PORT if spec.backend == "bigtable" else LEDGER_PORT
+
+
+def selector(owner: Owner) -> dict[str, str]:
+    """The labels that select the API's pods."""
+    pod_labels = labels(owner, API)
+    keys = ("app.kubernetes.io/instance", "app.kubernetes.io/component", OWNER_KIND_LABEL)
+    return {k: pod_labels[k] for k in keys}
+
+
+def selector_text(owner: Owner) -> str:
+    """:func:`selector` as a label selector string (the scale subresource's)."""
+    return ",".join(f"{key}={value}" for key, value in sorted(selector(owner).items()))
+
+
+def settings_file(spec: BackendTableSpec) -> tuple[str, dict[str, Any]]:
+    """``(file name, document)`` of the settings the API's pods load."""
+    api = spec.api
+    assert api is not None
+    if spec.bigtable is not None:
+        listen: dict[str, Any] = {"host": "0.0.0.0", "port": EVENTS_PORT}  # noqa: S104 (in a pod)
+        if api.cursor_key is not None:
+            listen["cursor_key_file"] = CURSOR_FILE
+        events = EventStoreSettings.model_validate(
+            {"bigtable": spec.bigtable.model_dump(), "api": listen}
+        )
+        return "events.yaml", events.model_dump(mode="json", include={"bigtable", "api"})
+    assert spec.cassandra is not None
+    ledger = LedgerSettings.model_validate(
+        {"database": {"type": "cassandra", "cassandra": spec.cassandra.model_dump(),
+                      "read_only": True}}
+    )  # fmt: skip
+    return "ledger.yaml", ledger.model_dump(mode="json", include={"database"})
+
+
+def _arguments(spec: BackendTableSpec, path: str) -> list[str]:
+    if spec.backend == "bigtable":
+        return ["events", "--config", path, "api"]
+    everywhere = "0.0.0.0"  # noqa: S104 (in a pod: the Service and the probes reach it)
+    return ["ledger", "api", "--config", path, "--host", everywhere, "--port", str(LEDGER_PORT)]
+
+
+def _environment(spec: BackendTableSpec, api: ApiSpec, path: str, owner: Owner,
+                 otlp_endpoint: str | None) -> list[dict[str, Any]]:  # fmt: skip
+    """The settings file's variable, the ``OTEL_*`` ones, then ``api.env`` (which wins)."""
+    service = "chainloom-events-api" if spec.backend == "bigtable" else "chainloom-ledger-api"
+    variable = "CHAINLOOM_EVENTSTORE_CONFIG" if spec.backend == "bigtable" else (
+        "CHAINLOOM_LEDGER_CONFIG")  # fmt: skip
+    env = [{"name": variable, "value": path}]
+    env += [v for v in telemetry_environment(otlp_endpoint, service, owner)
+            if v["name"] not in api.env]  # fmt: skip
+    env += [{"name": k, "value": v} for k, v in sorted(api.env.items())]
+    return env
+
+
+def config_map(owner: Owner, spec: BackendTableSpec) -> dict[str, Any]:
+    name, document = settings_file(spec)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(owner, api_name(owner), labels(owner, "api-config")),
+        "data": {name: yaml.safe_dump(document, sort_keys=False)},
+    }
+
+
+def deployment(owner: Owner, spec: BackendTableSpec, config_hash: str,
+               otlp_endpoint: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """The API's pods; with ``otlp_endpoint`` they export to it (``OTEL_*``)."""
+    api = spec.api
+    assert api is not None
+    name, _ = settings_file(spec)
+    path = f"{CONFIG_DIR}/{name}"
+    mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+    volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": api_name(owner)}}]
+    if api.cursor_key is not None:
+        mounts.append({"name": "cursor-key", "mountPath": CURSOR_DIR, "readOnly": True})
+        volumes.append({"name": "cursor-key", "secret": {
+            "secretName": api.cursor_key.name, "defaultMode": 0o440,
+            "items": [{"key": api.cursor_key.key, "path": "key"}]}})  # fmt: skip
+    container = {
+        "name": API,
+        "image": api.image,
+        "imagePullPolicy": api.image_pull_policy,
+        "command": ["chainloom"],
+        "args": _arguments(spec, path),
+        "env": _environment(spec, api, path, owner, otlp_endpoint),
+        "ports": [{"name": "http", "containerPort": api_port(spec), "protocol": "TCP"}],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 10,
+                           "timeoutSeconds": READY_TIMEOUT, "failureThreshold": 3},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 20,
+                          "timeoutSeconds": 5},
+        "volumeMounts": mounts,
+        "securityContext": container_security(),
+        "resources": resources(api.resources.cpu, api.resources.memory),
+    }  # fmt: skip
+    pod_labels = labels(owner, API)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(owner, api_name(owner), pod_labels),
+        "spec": {
+            "replicas": api.replicas,
+            "selector": {"matchLabels": selector(owner)},
+            "template": {
+                "metadata": {
+                    "labels": dict(pod_labels),
+                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
+                },
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": pod_security(),
+                    "containers": [container],
+                    "volumes": volumes,
+                    **placement(api.placement),
+                },
+            },
+        },
+    }
+
+
+def service(owner: Owner, spec: BackendTableSpec) -> dict[str, Any]:
+    api = spec.api
+    assert api is not None
+    port = api.service.port or api_port(spec)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(owner, api_name(owner), labels(owner, API)),
+        "spec": {
+            "type": api.service.type,
+            "selector": selector(owner),
+            "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def disruption_budget(owner: Owner) -> dict[str, Any]:
+    """At most one API pod away at a time for a voluntary disruption (a drain)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": metadata(owner, api_name(owner), labels(owner, API)),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector(owner)}},
+    }
+
+
+def render_api(owner: Owner, spec: BackendTableSpec, *, otlp_endpoint: str | None = None
+               ) -> list[dict[str, Any]]:  # fmt: skip
+    """The API's children, ConfigMap first (the pods mount it); none without ``spec.api``."""
+    if spec.api is None:
+        return []
+    config = config_map(owner, spec)
+    return [config, deployment(owner, spec, content_hash(config["data"]), otlp_endpoint),
+            service(owner, spec), disruption_budget(owner)]  # fmt: skip
+
+
+def secret_references(spec: BackendTableSpec) -> list[tuple[str, str, str]]:
+    """``(secret, key, purpose)`` of every Secret the API's pods need."""
+    if spec.api is None or spec.api.cursor_key is None:
+        return []
+    return [(spec.api.cursor_key.name, spec.api.cursor_key.key, "events API cursor key")]
+
+
+def api_status(owner: Owner, spec: BackendTableSpec, found: Mapping[str, Any] | None
+               ) -> tuple[str, ApiStatus | None]:  # fmt: skip
+    """``(apiReady, api)`` of the status from the API's Deployment as observed (None: not
+    created yet); ``("", None)`` without ``spec.api``."""
+    if spec.api is None:
+        return "", None
+    status = (found or {}).get("status") or {}
+    ready = int(status.get("readyReplicas") or 0)
+    return f"{ready}/{spec.api.replicas}", ApiStatus(
+        deployment=api_name(owner),
+        service=api_name(owner),
+        replicas=int(status.get("replicas") or 0),
+        ready_replicas=ready,
+        selector=selector_text(owner),
+    )
