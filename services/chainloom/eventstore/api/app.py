@@ -27,7 +27,7 @@ from typing import Annotated, Any, Protocol, TypeVar
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
-from chainloom.eventstore.api import models, params, shapes
+from chainloom.eventstore.api import conventions, models, params, shapes
 from chainloom.eventstore.api.circuit import StoreCircuit
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.errors import ApiError, BadParameterError, NotFoundError
@@ -240,6 +240,9 @@ CursorQuery = Annotated[
     str | None,
     Query(description="pagination.next of the previous page (opaque; bound to this list)."),
 ]
+SequencePath = Annotated[
+    str, Path(description="The sequence, decimal uint64.", pattern="^[0-9]{1,20}$")
+]
 ChainQuery = Annotated[str | None, Query(description="Only this chain (id or name).")]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -262,6 +265,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     keys: tuple[int | str, ...] = (*statuses, "default")
     return {key: _ERRORS[key] for key in keys}
+
+
+only = _only
+"""A route's dependency refusing other query parameters (for the routes of other modules)."""
+error_responses = _errors
+"""A route's documented refusals (for the routes of other modules)."""
 
 
 def events_app(api: EventsApi) -> FastAPI:
@@ -290,6 +299,7 @@ def events_app(api: EventsApi) -> FastAPI:
     app.add_exception_handler(ApiError, refused)
     app.add_exception_handler(StoreUnavailableError, outage)
     app.add_exception_handler(TableMissingError, outage)
+    conventions.install(app, settings)
 
     def page(found: list[StoredMessage], more: bool, chain: int) -> Response:
         following = None
@@ -309,14 +319,16 @@ def events_app(api: EventsApi) -> FastAPI:
         operation_id="get_vaa",
         summary="One message: decoded fields, the signed VAA (base64) and its enrichment.",
         response_model=models.VaaResponse,
-        responses=_errors(400, 404, 503),
+        responses={
+            **_errors(400, 404, 503),
+            304: {"description": "The copy named in If-None-Match is current (no body)."},
+        },
     )
     async def get_vaa(
         chain: ChainPath,
         emitter: EmitterPath,
-        seq: Annotated[
-            str, Path(description="The sequence, decimal uint64.", pattern="^[0-9]{1,20}$")
-        ],
+        seq: SequencePath,
+        request: Request,
         _: Annotated[dict[str, str], Depends(_only())],
     ) -> Response:
         key = MessageKey(
@@ -326,7 +338,12 @@ def events_app(api: EventsApi) -> FastAPI:
         if message is None:
             raise NotFoundError(f"no message {key.message_id} is stored")
         doc = shapes.vaa_doc(message.key, message.families)
-        return _json(200, shapes.body(models.VaaResponse(data=doc)))
+        return conventions.vaa_answer(
+            shapes.body(models.VaaResponse(data=doc)),
+            signed=doc.vaa is not None,
+            if_none_match=request.headers.get("if-none-match"),
+            settings=settings,
+        )
 
     @app.get(
         "/api/v1/vaas/{chain}/{emitter}",
@@ -374,6 +391,9 @@ def events_app(api: EventsApi) -> FastAPI:
         return page(found, more, chain_id)
 
     _index_routes(app, api)
+    from chainloom.eventstore.api import tool_routes  # noqa: PLC0415 (it imports this module)
+
+    tool_routes.add_routes(app, api)
     return app
 
 
@@ -483,9 +503,9 @@ class _NoReads:
 
 
 def limits(settings: EventsApiSettings) -> Limits:
-    """The HTTP server's limits: no body is read (every route is GET)."""
+    """The HTTP server's limits: a body only as large as ``POST /vaas/parse`` takes."""
     return Limits(
-        max_body_bytes=0,
+        max_body_bytes=settings.max_parse_bytes,
         header_timeout=settings.header_timeout,
         body_timeout=settings.header_timeout,
         log_name="events api",

@@ -70,6 +70,30 @@ class EventsApiSettings(Part):
         description="Seconds a client has to send a request head; also the keep-alive timeout.",
     )
 
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="Origins whose browser pages may read the API (CORS): exact origins "
+        "(https://explorer.example) or ['*'] for any; empty (the default) sends no CORS headers.",
+    )
+    gzip_min_bytes: int = Field(
+        default=1024,
+        ge=0,
+        description="Answers at least this large are gzip-compressed for clients that accept it.",
+    )
+    vaa_max_age: int = Field(
+        default=300,
+        ge=0,
+        le=31_536_000,
+        description="Seconds a client or proxy may reuse a VAA-by-id answer that has its signed "
+        "VAA without asking again (Cache-Control max-age, immutable).",
+    )
+    max_parse_bytes: int = Field(
+        default=65_536,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="Largest body POST /api/v1/vaas/parse reads; a larger one is a 413.",
+    )
+
     @model_validator(mode="after")
     def _default_within_max(self) -> EventsApiSettings:
         if self.default_page_size > self.max_page_size:
