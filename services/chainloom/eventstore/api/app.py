@@ -31,11 +31,13 @@ from chainloom.eventstore.api import conventions, models, params, shapes
 from chainloom.eventstore.api.circuit import StoreCircuit
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.errors import ApiError, BadParameterError, NotFoundError
+from chainloom.eventstore.api.stream import StreamHub, StreamReads
 from chainloom.eventstore.errors import (
     StoreConfigError,
     StoreUnavailableError,
     TableMissingError,
 )
+from chainloom.eventstore.feed import VaaFeed
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id
 from chainloom.eventstore.queries import StoredMessage
 from chainloom.web.app import make_app
@@ -119,6 +121,8 @@ class EventsApi:
         """Open while the store is known down (:mod:`chainloom.eventstore.api.circuit`)."""
         self.cursor_key = cursor_key(settings.cursor_key_file)
         """The key list cursors are MACed with (:mod:`chainloom.eventstore.api.params`)."""
+        self.stream: StreamHub | None = None
+        """The event stream's hub (set by :func:`serve`; None: the stream answers 503)."""
 
     @property
     def in_flight(self) -> int:
@@ -300,6 +304,9 @@ def events_app(api: EventsApi) -> FastAPI:
     app.add_exception_handler(StoreUnavailableError, outage)
     app.add_exception_handler(TableMissingError, outage)
     conventions.install(app, settings)
+    from chainloom.eventstore.api import stream_routes  # noqa: PLC0415 (it imports this module)
+
+    stream_routes.add_routes(app, api)  # before /vaas/{chain}, which would match /vaas/stream
 
     def page(found: list[StoredMessage], more: bool, chain: int) -> Response:
         following = None
@@ -519,8 +526,13 @@ async def serve(
     stop: asyncio.Event,
     on_ready: Callable[[int], None] | None = None,
     version: str = "0",
+    stream_reads: StreamReads | None = None,
+    feed: VaaFeed | None = None,
 ) -> None:
     """Check the store, serve until ``stop`` is set, then drain.
+
+    ``stream_reads`` (the ``feed:`` rows) enables ``/api/v1/vaas/stream``; ``feed`` wakes it as
+    soon as a writer publishes (without it the stream polls every ``api.stream_poll_interval``).
 
     Raises TableMissingError or StoreUnavailableError when the store cannot be read at start,
     and OSError when the address cannot be bound.
@@ -528,6 +540,16 @@ async def serve(
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, reads.check)
     api = EventsApi(reads, settings, version=version)
+    if stream_reads is not None:
+        api.stream = StreamHub(
+            stream_reads,
+            api.read,
+            feed=feed,
+            poll_interval=settings.stream_poll_interval,
+            buffer=settings.stream_buffer,
+            max_clients=settings.stream_max_clients,
+        )
+        api.stream.start()
     server = WebServer(events_app(api), settings.host, settings.port, limits(settings), ERRORS)
     try:
         port = await server.start()
@@ -535,5 +557,7 @@ async def serve(
             on_ready(port)
         await stop.wait()
     finally:
+        if api.stream is not None:  # streams never end by themselves: end them first
+            await api.stream.close()
         await server.stop()
         api.close()

@@ -60,3 +60,13 @@ class StreamEventDoc(ApiModel):
         "Last-Event-ID) to resume after it."
     )
     data: VaaDoc = Field(description="The VAA that was stored, as GET by id answers it.")
+
+
+class StreamCloseDoc(ApiModel):
+    """The data of the ``close`` event that ends a stream the server drops."""
+
+    reason: str = Field(
+        description="Why: the client was too slow (more than api.stream_buffer events waiting), "
+        "the server is stopping, or the store could not be read. Reconnect with the last event "
+        "id to resume."
+    )
