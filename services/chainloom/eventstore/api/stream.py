@@ -148,6 +148,8 @@ class StreamHub:
         """The newest feed entry fanned out (at start: now)."""
         self.dropped = 0
         """Clients dropped for being slow."""
+        self.closed = False
+        """Set when the server stops: no client is taken any more."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._subscription: FeedSubscription | None = None
@@ -166,6 +168,7 @@ class StreamHub:
 
     async def close(self) -> None:
         """End every client's stream (``server stopping``) and stop reading."""
+        self.closed = True
         if self._subscription is not None:
             self._subscription.close()
         for client in list(self.clients):
@@ -177,7 +180,7 @@ class StreamHub:
 
     def register(self, chain: int | None, emitter: str | None) -> StreamClient | None:
         """A new client, or None when ``api.stream_max_clients`` are connected."""
-        if len(self.clients) >= self.max_clients:
+        if self.closed or len(self.clients) >= self.max_clients:
             return None
         client = StreamClient(chain, emitter, self.buffer, since=self.position)
         self.clients.add(client)
@@ -194,7 +197,7 @@ class StreamHub:
             try:
                 await self._advance()
             except Exception as error:  # the store is down: the circuit says so once
-                log.warning("events stream: reading the feed failed: %r", error)
+                log.debug("events stream: reading the feed failed: %s", error)
 
     async def _advance(self) -> None:
         """Fan out every feed entry after :attr:`position`."""

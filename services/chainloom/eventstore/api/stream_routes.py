@@ -182,6 +182,8 @@ def add_routes(app: FastAPI, api: EventsApi) -> None:
         if api.circuit.open:
             raise api.circuit.refusal()
         client = hub.register(chain_id, emitter_hex)
+        if client is None and hub.closed:
+            raise NotStreamingError("the server is stopping")
         if client is None:
             raise BusyError(f"{settings.stream_max_clients} stream clients already connected")
         frames = _frames(hub, client, start, settings.stream_heartbeat)
