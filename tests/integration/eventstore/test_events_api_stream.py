@@ -302,3 +302,14 @@ def _unchunked(body: bytes) -> bytes:
         out.append(rest[:size])
         rest = rest[size + 2 :]
     return b"".join(out)
+
+
+def test_a_stopping_server_ends_every_stream_with_a_reason(tables: BigtableTables) -> None:
+    with running(tables) as base:
+        listeners = [Listener(base).start(), Listener(base, "?chain=2").start()]
+        started = time.monotonic()
+    assert time.monotonic() - started < 10  # the streams did not hold the stop up
+    for listener in listeners:
+        assert listener.ended.wait(10)
+        assert [e.name for e in listener.events] == ["close"]
+        assert "stopping" in listener.events[0].data["reason"]
