@@ -302,8 +302,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--backend", choices=["sqlite", "cassandra"], default="sqlite")
     parser.add_argument(
-        "--part", choices=["ledger", "events", "both"], default="both", help="Which API to bench."
+        "--part",
+        choices=["ledger", "events", "both", "stream"],
+        default="both",
+        help="Which API to bench (stream: the events API's push stream, bench/api_stream.py).",
     )
+    parser.add_argument("--subscribers", type=int, default=100, help="Stream clients.")
+    parser.add_argument("--batch", type=int, default=50, help="Writer batch for --part stream.")
+    parser.add_argument("--samples", type=int, default=200, help="Direct reads for the floor.")
+    parser.add_argument("--rate", type=float, default=50, help="Paced VAAs/s (--part stream).")
     parser.add_argument("--vaas", type=int, default=2000, help="VAAs stored for the events API.")
     parser.add_argument(
         "--cassandra",
@@ -317,6 +324,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.part == "stream":
+        sys.path.insert(0, str(REPO))  # run as a script: bench/ is not a package on the path
+        from bench.api_stream import stream_bench
+
+        stream_bench(args)
+        return
     if args.part in ("events", "both"):
         _events_bench(args)
     if args.part == "events":

@@ -278,10 +278,14 @@ def local_reference(vaas: list[bytes], guardian_set: str, directory: Path) -> An
 
 
 def table_contents(table: str) -> tuple[dict[str, Any], list[Any]]:
-    """Every cell of the events table and its index (the emulator of this process's env)."""
+    """Every cell of the events table and its index (the emulator of this process's env), the
+    event feed's rows left out (``feed:``, keyed by their write time)."""
     store = BigtableSettings(project="chainloom", instance="local", table=table)
     with BigtableTables(store) as tables:
-        return dict(tables.scan_events([("", "~")])), tables.scan_index("", "~")
+        index = tables.scan_index("", "~")
+        return dict(tables.scan_events([("", "~")])), [
+            r for r in index if r[0] < "feed:" or r[0] >= "feed;"
+        ]
 
 
 def row_count(table: str) -> int:

@@ -243,6 +243,8 @@ def put(
         click.echo(f"error: {error}", err=True)
         _report(PutSummary(), as_json, not_stored=len(entries))
         sys.exit(ExitCode.UNAVAILABLE)
+    from chainloom.eventstore.feed_redis import feed_from
+
     with opened as tables:
         writer = EventWriter(
             tables,
@@ -250,6 +252,7 @@ def put(
             emitters=all_known_emitters(),
             prices=prices,
             signature_cache=SignatureCache(),
+            feed=feed_from(_settings(ctx).api),
         )
         try:
             for label, text in entries:
@@ -674,13 +677,15 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
 
     from chainloom.eventstore.api.app import cursor_key, serve
     from chainloom.eventstore.api.reads import StoreReads
+    from chainloom.eventstore.api.stream_reads import FeedReads
+    from chainloom.eventstore.feed_redis import feed_from
 
     try:
         release = version("chainloom")
     except PackageNotFoundError:
         release = "0"
 
-    async def main(reads: StoreReads) -> None:
+    async def main(reads: StoreReads, feed_reads: FeedReads) -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -689,7 +694,15 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
         def ready(bound: int) -> None:
             click.echo(f"events api on http://{listen.host}:{bound}/", err=True)
 
-        await serve(reads, listen, stop=stop, on_ready=ready, version=release)
+        await serve(
+            reads,
+            listen,
+            stop=stop,
+            on_ready=ready,
+            version=release,
+            stream_reads=feed_reads,
+            feed=feed_from(listen),
+        )
 
     try:
         cursor_key(listen.cursor_key_file)  # a bad key file stops it before anything starts
@@ -698,6 +711,6 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
         fail(str(error))
     with _exporting("chainloom-events-api"), _store_errors(), tables:
         try:
-            asyncio.run(main(StoreReads(tables)))
+            asyncio.run(main(StoreReads(tables), FeedReads(tables)))
         except OSError as error:
             fail(f"cannot listen on {listen.host}:{listen.port}: {error.strerror or error}")

@@ -58,6 +58,7 @@ from chainloom.eventstore.errors import (
     StoreUnavailableError,
     UnverifiedVAAError,
 )
+from chainloom.eventstore.feed import FeedRecorder, VaaFeed
 from chainloom.eventstore.planner import (
     EnrichmentContext,
     IndexEntry,
@@ -112,6 +113,10 @@ class WriterConfig:
     unary call per new row, and safe only when each message id has a single writer
     (writers partitioned by row key, as the bench and a keyed stream do).
     """
+
+    feed_rows: bool = True
+    """After each batch, write a ``feed:`` index row per newly signed VAA (the event stream's
+    source, :mod:`chainloom.eventstore.feed`) and publish it on the writer's feed."""
 
     def __post_init__(self) -> None:
         if self.deadline is not None and not self.deadline > 0:
@@ -177,6 +182,7 @@ class EventWriter:
         signature_cache: SignatureCache | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        feed: VaaFeed | None = None,
     ) -> None:
         self.tables = tables
         self.guardian_sets = guardian_sets
@@ -192,6 +198,8 @@ class EventWriter:
         self._assets: dict[tuple[int, str], AssetInfo] = {}
         self._checksummed_sets: dict[int, tuple[str, ...]] = {}
         self._wrapped: dict[str, WrappedAsset] = {}
+        self.feed = FeedRecorder(tables, feed) if self.config.feed_rows else None
+        """Adds each batch's newly signed VAAs to the event feed (:mod:`.feed`)."""
 
     # --- intake ----------------------------------------------------------------------------
 
@@ -361,6 +369,8 @@ class EventWriter:
             self._queue = [item for item in batch if id(item) in retry_ids] + self._queue[
                 len(batch) :
             ]
+            if self.feed is not None:
+                self.feed(written)
             for item, plan in written:
                 self.summary.count(plan, item.vaa.message_id)
                 _rows.add(1, {"chainloom.outcome": plan.outcome.value})

@@ -31,8 +31,10 @@ import pytest
 from chainloom.eventstore.api.app import EventsApi, events_app, serve
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.reads import StoreReads
+from chainloom.eventstore.api.stream_reads import FeedReads
 from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.bigtable import BigtableTables
+from chainloom.eventstore.feed import VaaFeed
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
@@ -66,8 +68,9 @@ class Served:
 
 
 @contextlib.contextmanager
-def running(tables: BigtableTables, **settings: Any) -> Iterator[str]:
-    """``serve`` on a free port in a thread of its own; the base URL."""
+def running(tables: BigtableTables, feed: VaaFeed | None = None, **settings: Any) -> Iterator[str]:
+    """``serve`` on a free port in a thread of its own (the stream woken by ``feed``); the
+    base URL."""
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     bound: list[int] = []
@@ -85,6 +88,8 @@ def running(tables: BigtableTables, **settings: Any) -> Iterator[str]:
                 EventsApiSettings(port=0, **settings),
                 stop=stop,
                 on_ready=on_ready,
+                stream_reads=FeedReads(tables),
+                feed=feed,
             )
 
         try:

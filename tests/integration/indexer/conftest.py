@@ -48,9 +48,12 @@ def workload(count: int, seed: int) -> list[bytes]:
 
 def contents(settings: BigtableSettings) -> tuple[dict[str, Any], list[Any]]:
     """Everything in the events and index tables (latest cell of every column), the indexer's
-    own gap-state rows (``gaps:``, bookkeeping a plain writer has no part in) left out."""
+    own gap-state rows (``gaps:``, bookkeeping a plain writer has no part in) and the event
+    feed's rows (``feed:``, keyed by their write time) left out."""
     with BigtableTables(settings) as tables:
-        index = [row for row in tables.scan_index("", "~") if not row[0].startswith("gaps:")]
+        index = [
+            row for row in tables.scan_index("", "~") if not row[0].startswith(("gaps:", "feed:"))
+        ]
         return dict(tables.scan_events([("", "~")])), index
 
 

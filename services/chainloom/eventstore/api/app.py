@@ -27,15 +27,17 @@ from typing import Annotated, Any, Protocol, TypeVar
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
-from chainloom.eventstore.api import models, params, shapes
+from chainloom.eventstore.api import conventions, models, params, shapes
 from chainloom.eventstore.api.circuit import StoreCircuit
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.errors import ApiError, BadParameterError, NotFoundError
+from chainloom.eventstore.api.stream import StreamHub, StreamReads
 from chainloom.eventstore.errors import (
     StoreConfigError,
     StoreUnavailableError,
     TableMissingError,
 )
+from chainloom.eventstore.feed import VaaFeed
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id
 from chainloom.eventstore.queries import StoredMessage
 from chainloom.web.app import make_app
@@ -119,6 +121,8 @@ class EventsApi:
         """Open while the store is known down (:mod:`chainloom.eventstore.api.circuit`)."""
         self.cursor_key = cursor_key(settings.cursor_key_file)
         """The key list cursors are MACed with (:mod:`chainloom.eventstore.api.params`)."""
+        self.stream: StreamHub | None = None
+        """The event stream's hub (set by :func:`serve`; None: the stream answers 503)."""
 
     @property
     def in_flight(self) -> int:
@@ -240,6 +244,9 @@ CursorQuery = Annotated[
     str | None,
     Query(description="pagination.next of the previous page (opaque; bound to this list)."),
 ]
+SequencePath = Annotated[
+    str, Path(description="The sequence, decimal uint64.", pattern="^[0-9]{1,20}$")
+]
 ChainQuery = Annotated[str | None, Query(description="Only this chain (id or name).")]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -262,6 +269,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     keys: tuple[int | str, ...] = (*statuses, "default")
     return {key: _ERRORS[key] for key in keys}
+
+
+only = _only
+"""A route's dependency refusing other query parameters (for the routes of other modules)."""
+error_responses = _errors
+"""A route's documented refusals (for the routes of other modules)."""
 
 
 def events_app(api: EventsApi) -> FastAPI:
@@ -290,6 +303,10 @@ def events_app(api: EventsApi) -> FastAPI:
     app.add_exception_handler(ApiError, refused)
     app.add_exception_handler(StoreUnavailableError, outage)
     app.add_exception_handler(TableMissingError, outage)
+    conventions.install(app, settings)
+    from chainloom.eventstore.api import stream_routes  # noqa: PLC0415 (it imports this module)
+
+    stream_routes.add_routes(app, api)  # before /vaas/{chain}, which would match /vaas/stream
 
     def page(found: list[StoredMessage], more: bool, chain: int) -> Response:
         following = None
@@ -309,14 +326,16 @@ def events_app(api: EventsApi) -> FastAPI:
         operation_id="get_vaa",
         summary="One message: decoded fields, the signed VAA (base64) and its enrichment.",
         response_model=models.VaaResponse,
-        responses=_errors(400, 404, 503),
+        responses={
+            **_errors(400, 404, 503),
+            304: {"description": "The copy named in If-None-Match is current (no body)."},
+        },
     )
     async def get_vaa(
         chain: ChainPath,
         emitter: EmitterPath,
-        seq: Annotated[
-            str, Path(description="The sequence, decimal uint64.", pattern="^[0-9]{1,20}$")
-        ],
+        seq: SequencePath,
+        request: Request,
         _: Annotated[dict[str, str], Depends(_only())],
     ) -> Response:
         key = MessageKey(
@@ -326,7 +345,12 @@ def events_app(api: EventsApi) -> FastAPI:
         if message is None:
             raise NotFoundError(f"no message {key.message_id} is stored")
         doc = shapes.vaa_doc(message.key, message.families)
-        return _json(200, shapes.body(models.VaaResponse(data=doc)))
+        return conventions.vaa_answer(
+            shapes.body(models.VaaResponse(data=doc)),
+            signed=doc.vaa is not None,
+            if_none_match=request.headers.get("if-none-match"),
+            settings=settings,
+        )
 
     @app.get(
         "/api/v1/vaas/{chain}/{emitter}",
@@ -374,6 +398,9 @@ def events_app(api: EventsApi) -> FastAPI:
         return page(found, more, chain_id)
 
     _index_routes(app, api)
+    from chainloom.eventstore.api import tool_routes  # noqa: PLC0415 (it imports this module)
+
+    tool_routes.add_routes(app, api)
     return app
 
 
@@ -494,9 +521,9 @@ class _NoReads:
 
 
 def limits(settings: EventsApiSettings) -> Limits:
-    """The HTTP server's limits: no body is read (every route is GET)."""
+    """The HTTP server's limits: a body only as large as ``POST /vaas/parse`` takes."""
     return Limits(
-        max_body_bytes=0,
+        max_body_bytes=settings.max_parse_bytes,
         header_timeout=settings.header_timeout,
         body_timeout=settings.header_timeout,
         log_name="events api",
@@ -510,8 +537,13 @@ async def serve(
     stop: asyncio.Event,
     on_ready: Callable[[int], None] | None = None,
     version: str = "0",
+    stream_reads: StreamReads | None = None,
+    feed: VaaFeed | None = None,
 ) -> None:
     """Check the store, serve until ``stop`` is set, then drain.
+
+    ``stream_reads`` (the ``feed:`` rows) enables ``/api/v1/vaas/stream``; ``feed`` wakes it as
+    soon as a writer publishes (without it the stream polls every ``api.stream_poll_interval``).
 
     Raises TableMissingError or StoreUnavailableError when the store cannot be read at start,
     and OSError when the address cannot be bound.
@@ -519,6 +551,16 @@ async def serve(
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, reads.check)
     api = EventsApi(reads, settings, version=version)
+    if stream_reads is not None:
+        api.stream = StreamHub(
+            stream_reads,
+            api.read,
+            feed=feed,
+            poll_interval=settings.stream_poll_interval,
+            buffer=settings.stream_buffer,
+            max_clients=settings.stream_max_clients,
+        )
+        api.stream.start()
     server = WebServer(events_app(api), settings.host, settings.port, limits(settings), ERRORS)
     try:
         port = await server.start()
@@ -526,5 +568,7 @@ async def serve(
             on_ready(port)
         await stop.wait()
     finally:
+        if api.stream is not None:  # streams never end by themselves: end them first
+            await api.stream.close()
         await server.stop()
         api.close()

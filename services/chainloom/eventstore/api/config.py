@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from chainloom.settings.parts import Part
+from chainloom.settings.parts import Part, RedisSettings
 
 
 class EventsApiSettings(Part):
@@ -68,6 +68,70 @@ class EventsApiSettings(Part):
         gt=0,
         le=3600,
         description="Seconds a client has to send a request head; also the keep-alive timeout.",
+    )
+
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="Origins whose browser pages may read the API (CORS): exact origins "
+        "(https://explorer.example) or ['*'] for any; empty (the default) sends no CORS headers.",
+    )
+    gzip_min_bytes: int = Field(
+        default=1024,
+        ge=0,
+        description="Answers at least this large are gzip-compressed for clients that accept it.",
+    )
+    vaa_max_age: int = Field(
+        default=300,
+        ge=0,
+        le=31_536_000,
+        description="Seconds a client or proxy may reuse a VAA-by-id answer that has its signed "
+        "VAA without asking again (Cache-Control max-age, immutable).",
+    )
+    max_parse_bytes: int = Field(
+        default=65_536,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="Largest body POST /api/v1/vaas/parse reads; a larger one is a 413.",
+    )
+
+    stream_buffer: int = Field(
+        default=256,
+        ge=1,
+        le=100_000,
+        description="Events waiting to be sent to one stream client before it is dropped as "
+        "too slow (GET /api/v1/vaas/stream).",
+    )
+    stream_send_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="Seconds one stream write may wait for a client that reads nothing before "
+        "it is dropped.",
+    )
+    stream_poll_interval: float = Field(
+        default=0.5,
+        gt=0,
+        le=60,
+        description="Seconds between reads of the feed rows when no feed message woke the "
+        "stream (the latency without Redis).",
+    )
+    stream_heartbeat: float = Field(
+        default=15.0,
+        gt=0,
+        le=600,
+        description="Seconds of silence after which a stream sends a comment line (keeps "
+        "proxies from closing it).",
+    )
+    stream_max_clients: int = Field(
+        default=1000,
+        ge=1,
+        description="Stream clients at once; one more is answered 503 (busy).",
+    )
+    feed_redis: RedisSettings | None = Field(
+        default=None,
+        description="Redis the writers publish newly stored VAAs on (channel "
+        "KEY_PREFIX:eventstore:vaas), so the stream hears of them at once; unset: the stream "
+        "polls the store every stream_poll_interval.",
     )
 
     @model_validator(mode="after")

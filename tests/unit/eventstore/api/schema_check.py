@@ -13,16 +13,16 @@ DOCUMENT_URI = "urn:chainloom:events-api"
 
 
 def response_validator(
-    document: dict[str, Any], path: str, status: int | str
+    document: dict[str, Any], path: str, status: int | str, method: str = "get"
 ) -> Draft202012Validator:
-    """The validator of the JSON body the document promises for ``GET path`` with ``status``
-    (a code, or ``"default"``)."""
+    """The validator of the JSON body the document promises for ``method path`` with
+    ``status`` (a code, or ``"default"``)."""
     registry: Registry[Any] = Registry().with_resource(
         DOCUMENT_URI, Resource.from_contents(document, default_specification=DRAFT202012)
     )
-    responses = document["paths"][path]["get"]["responses"]
+    responses = document["paths"][path][method]["responses"]
     assert str(status) in responses, f"{path} does not document status {status}"
-    pointer = f"/paths/{_escape(path)}/get/responses/{status}/content/application~1json/schema"
+    pointer = f"/paths/{_escape(path)}/{method}/responses/{status}/content/application~1json/schema"
     return Draft202012Validator(
         {"$ref": f"{DOCUMENT_URI}#{pointer}"},
         registry=registry,
@@ -30,9 +30,11 @@ def response_validator(
     )
 
 
-def check(document: dict[str, Any], path: str, status: int | str, body: Any) -> None:
+def check(
+    document: dict[str, Any], path: str, status: int | str, body: Any, method: str = "get"
+) -> None:
     """Raise jsonschema's ValidationError unless ``body`` is what the document promises."""
-    response_validator(document, path, status).validate(body)
+    response_validator(document, path, status, method).validate(body)
 
 
 def _escape(path: str) -> str:

@@ -29,7 +29,8 @@ def test_every_route_is_documented_with_its_parameters_and_errors() -> None:
     routes = [r for r in app.routes if isinstance(r, APIRoute)]
     assert set(spec["paths"]) == {r.path for r in routes} | {"/openapi.json"} - {"/openapi.json"}
     for route in routes:
-        operation = spec["paths"][route.path]["get"]
+        (method,) = sorted(route.methods or [])
+        operation = spec["paths"][route.path][method.lower()]
         assert operation["operationId"] == route.operation_id
         named = [(p["name"], p["in"]) for p in operation.get("parameters", [])]
         for part in route.path.split("/"):
