@@ -58,6 +58,42 @@ def _backend_options(function: F) -> F:
     return function
 
 
+def _feed_options(function: F) -> F:
+    """``--feed-redis`` / ``--feed-channel``: the committed-ledger feed between ``load`` and
+    ``api`` when they run in different processes (docs/ledger-api.md, Subscriptions)."""
+    options = [
+        click.option(
+            "--feed-redis",
+            envvar="CHAINLOOM_LEDGER_FEED_REDIS",
+            help="Redis URL of the committed-ledger feed (load announces, api listens).",
+        ),
+        click.option(
+            "--feed-channel",
+            default="chainloom:ledger:committed",
+            show_default=True,
+            help="Redis pub/sub channel of the feed.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _open_feed(url: str | None, channel: str) -> Any:
+    """The Redis feed the flags name (``None`` without ``--feed-redis``)."""
+    if url is None:
+        return None
+    from chainloom.ledger.errors import LedgerConfigError
+    from chainloom.ledger.feed_redis import RedisFeed
+    from chainloom.urls import check_redis_url
+
+    try:
+        check_redis_url(url)
+    except ValueError as bad:
+        raise LedgerConfigError(f"--feed-redis: {bad}") from None
+    return RedisFeed(url, channel)
+
+
 def _guard(function: F) -> F:
     """Turn chainloom's deliberate errors into one line on stderr and the exit code the CLI's
     error boundary gives them (2 for bad input, 4 when the database cannot be reached)."""
@@ -151,6 +187,7 @@ def ledger() -> None:
     is_flag=True,
     help="Also check every ledger's account_hash (whole state in memory; small networks).",
 )
+@_feed_options
 @_backend_options
 @_guard
 def load(
@@ -162,6 +199,8 @@ def load(
     follow: bool,
     quiet: bool,
     verify_state: bool,
+    feed_redis: str | None,
+    feed_channel: str,
     **options: Any,
 ) -> None:
     """Load a ledger dump (or a gRPC source) into the backend, resuming where it stopped."""
@@ -187,15 +226,20 @@ def load(
             err=True,
         )
 
+    feed = _open_feed(feed_redis, feed_channel)
     backend = _open_backend(options, read_only=False)
     observed = setup_telemetry("chainloom-ledger-etl")  # OTEL_* decides; off by default
     try:
-        etl = LedgerEtl(backend, source, on_progress=report, verify_state=verify_state)
+        etl = LedgerEtl(
+            backend, source, on_progress=report, verify_state=verify_state, feed=feed
+        )
         summary = etl.run(stop=stop, follow=follow)
     finally:
         backend.close()
         source.close()
         observed.shutdown()
+        if feed is not None:
+            feed.close()
     data = {
         "first_committed": summary.first_committed,
         "last_committed": summary.last_committed,
@@ -467,6 +511,7 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     type=click.FloatRange(0, min_open=True),
     help="Seconds one rippled may take per forwarded call (forwarding.request_timeout; 10).",
 )
+@_feed_options
 @_backend_options
 @_guard
 def api(
@@ -481,6 +526,8 @@ def api(
     client_budget: int,
     rippled: tuple[str, ...],
     forward_timeout: float | None,
+    feed_redis: str | None,
+    feed_channel: str,
     **options: Any,
 ) -> None:
     """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted;
@@ -496,6 +543,7 @@ def api(
     except PackageNotFoundError:
         __version__ = "0"
 
+    feed = _open_feed(feed_redis, feed_channel)
     loaded = _ledger_settings(
         options,
         {
@@ -525,7 +573,7 @@ def api(
         def ready(bound: int) -> None:
             click.echo(f"ledger api on http://{host}:{bound}/", err=True)
 
-        await serve(backend, host, port, settings, stop=stop, on_ready=ready)
+        await serve(backend, host, port, settings, stop=stop, on_ready=ready, feed=feed)
 
     try:
         asyncio.run(main())

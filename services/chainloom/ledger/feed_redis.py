@@ -1,0 +1,96 @@
+"""The committed-ledger feed through Redis pub/sub: the ETL and the API in different processes.
+
+The ETL ``PUBLISH``es each committed sequence (decimal text) on one channel; every API process
+``SUBSCRIBE``s to it. Pub/sub keeps nothing: an API that is disconnected misses announcements,
+which is harmless, because the API publishes every ledger between the last one it published and
+the one announced (:mod:`chainloom.ledger.api.publisher`), reading them from the store. Channels
+are global to a Redis server (not per database), so the channel name carries the deployment's
+prefix. The URL's password never appears in a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import redis
+import redis.asyncio as aioredis
+
+from chainloom.backoff import Backoff
+from chainloom.urls import redact_url
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHANNEL = "chainloom:ledger:committed"
+"""The channel the ETL announces committed ledgers on."""
+
+RECONNECT = Backoff(initial=0.2, maximum=10.0, jitter=0.2)
+"""How the listener waits between reconnections."""
+
+
+class RedisFeed:
+    """:class:`~chainloom.ledger.feed.LedgerFeed` over one Redis channel."""
+
+    def __init__(self, url: str, channel: str = DEFAULT_CHANNEL, *, timeout: float = 2.0) -> None:
+        self.url = url
+        self.channel = channel
+        self.timeout = timeout
+        self._publisher: redis.Redis | None = None
+
+    @property
+    def shown_url(self) -> str:
+        """The URL without its password."""
+        return redact_url(self.url)
+
+    def publish(self, sequence: int) -> None:
+        try:
+            if self._publisher is None:
+                self._publisher = redis.Redis.from_url(
+                    self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
+                )
+            self._publisher.publish(self.channel, str(sequence))
+        except redis.RedisError as error:
+            log.warning(
+                "ledger feed: cannot announce ledger %d on %s: %s",
+                sequence, self.shown_url, type(error).__name__,
+            )  # fmt: skip
+
+    async def listen(self) -> AsyncIterator[int]:
+        failures = 0
+        while True:
+            client = aioredis.Redis.from_url(self.url, socket_connect_timeout=self.timeout)
+            pubsub = client.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.channel)
+                if failures:
+                    log.warning("ledger feed: listening again on %s", self.shown_url)
+                failures = 0
+                async for message in pubsub.listen():
+                    sequence = _sequence(message.get("data"))
+                    if sequence is not None:
+                        yield sequence
+            except (redis.RedisError, OSError) as error:
+                failures += 1
+                if failures == 1:
+                    log.warning(
+                        "ledger feed: lost %s (%s); reconnecting",
+                        self.shown_url, type(error).__name__,
+                    )  # fmt: skip
+            finally:
+                await pubsub.aclose()
+                await client.aclose()
+            await asyncio.sleep(RECONNECT.after_failures(max(failures, 1)))
+
+    def close(self) -> None:
+        if self._publisher is not None:
+            self._publisher.close()
+            self._publisher = None
+
+
+def _sequence(data: object) -> int | None:
+    """The sequence of an announcement (``None`` for anything else on the channel)."""
+    text = data.decode("ascii", "replace") if isinstance(data, bytes) else data
+    if isinstance(text, str) and text.isascii() and text.isdigit():
+        return int(text)
+    return None
