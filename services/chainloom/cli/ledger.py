@@ -230,9 +230,7 @@ def load(
     backend = _open_backend(options, read_only=False)
     observed = setup_telemetry("chainloom-ledger-etl")  # OTEL_* decides; off by default
     try:
-        etl = LedgerEtl(
-            backend, source, on_progress=report, verify_state=verify_state, feed=feed
-        )
+        etl = LedgerEtl(backend, source, on_progress=report, verify_state=verify_state, feed=feed)
         summary = etl.run(stop=stop, follow=follow)
     finally:
         backend.close()
