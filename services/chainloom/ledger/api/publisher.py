@@ -169,7 +169,7 @@ class Publisher:
                 if messages is None:  # not visible to this reader yet
                     await asyncio.sleep(NOT_VISIBLE_WAIT)
                     continue
-                self._publish(messages)
+                await self._publish(messages)
                 self._published = sequence
 
     def _next_sequence(self, target: int) -> int:
@@ -182,11 +182,14 @@ class Publisher:
             self._published = skipped
         return self._published + 1
 
-    def _publish(self, messages: streams.LedgerMessages) -> None:
+    async def _publish(self, messages: streams.LedgerMessages) -> None:
+        """Queue a ledger's messages, yielding to the connections' writers after each one, so
+        a client that keeps up never holds more than a message or two of a large ledger."""
         self.newest = messages.ledger_now
         self._send(self._streams["ledger"], lambda _: messages.ledger_closed)
         self._send(self._streams["book_changes"], lambda _: messages.book_changes)
         for tx in messages.transactions:
+            await asyncio.sleep(0)
             self._send(self._streams["transactions"], tx.text)
             self._send(_union(self._accounts, tx.accounts), tx.text)
             self._send(_union(self._books, tx.books), tx.text)
