@@ -46,8 +46,9 @@ class ConnectionLimits:
     queue_limit: int = 100
     """Messages (answers and stream messages) waiting to be sent before the client is dropped
     as too slow (rippled's ``send_queue_limit``, 100 by default)."""
-    close_timeout: float = 5.0
-    """Seconds to spend sending the close frame to a client that does not read."""
+    close_timeout: float = 60.0
+    """Seconds the close frame may wait behind what the client has not read yet (then the
+    connection is ended without it)."""
 
 
 class Subscriptions:
