@@ -169,7 +169,7 @@ class Publisher:
                 if messages is None:  # not visible to this reader yet
                     await asyncio.sleep(NOT_VISIBLE_WAIT)
                     continue
-                await self._publish(messages)
+                await self.publish_messages(messages)
                 self._published = sequence
 
     def _next_sequence(self, target: int) -> int:
@@ -182,7 +182,7 @@ class Publisher:
             self._published = skipped
         return self._published + 1
 
-    async def _publish(self, messages: streams.LedgerMessages) -> None:
+    async def publish_messages(self, messages: streams.LedgerMessages) -> None:
         """Queue a ledger's messages, yielding to the connections' writers after each one, so
         a client that keeps up never holds more than a message or two of a large ledger."""
         self.newest = messages.ledger_now
