@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -90,9 +91,7 @@ def _ledger(sequence: int, transactions: list[TransactionMessages]) -> LedgerMes
     )
 
 
-def _tx(
-    name: str, accounts: set[bytes], books: frozenset[Any] = frozenset()
-) -> TransactionMessages:
+def _tx(name: str, accounts: set[bytes], books: Iterable[Any] = ()) -> TransactionMessages:
     return TransactionMessages(
         by_version={1: f"{name} v1", 2: f"{name} v2"},
         accounts=frozenset(accounts),
