@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+import time
 from collections.abc import AsyncIterator
 
 import redis
@@ -30,13 +32,22 @@ RECONNECT = Backoff(initial=0.2, maximum=10.0, jitter=0.2)
 
 
 class RedisFeed:
-    """:class:`~chainloom.ledger.feed.LedgerFeed` over one Redis channel."""
+    """:class:`~chainloom.ledger.feed.LedgerFeed` over one Redis channel.
+
+    ``publish`` only records the newest committed sequence; a thread of the feed announces it,
+    so a slow or unreachable Redis never holds up the ETL. Only the newest sequence matters (the
+    API publishes every ledger up to the one announced), so announcements that pile up while
+    Redis is slow collapse into one."""
 
     def __init__(self, url: str, channel: str = DEFAULT_CHANNEL, *, timeout: float = 2.0) -> None:
         self.url = url
         self.channel = channel
         self.timeout = timeout
-        self._publisher: redis.Redis | None = None
+        self._client: redis.Redis | None = None
+        self._changed = threading.Condition()
+        self._pending: int | None = None
+        self._closing = False
+        self._announcer: threading.Thread | None = None
 
     @property
     def shown_url(self) -> str:
@@ -44,17 +55,51 @@ class RedisFeed:
         return redact_url(self.url)
 
     def publish(self, sequence: int) -> None:
+        with self._changed:
+            if self._announcer is None:
+                self._announcer = threading.Thread(
+                    target=self._announce, name="ledger-feed", daemon=True
+                )
+                self._announcer.start()
+            self._pending = sequence
+            self._changed.notify()
+
+    def _announce(self) -> None:
+        failures = 0
+        while True:
+            with self._changed:
+                while self._pending is None and not self._closing:
+                    self._changed.wait()
+                sequence, self._pending = self._pending, None
+                closing = self._closing
+            if sequence is not None:
+                if self._send(sequence, failures):
+                    failures = 0
+                else:
+                    failures += 1
+                    if not closing:
+                        time.sleep(RECONNECT.after_failures(failures))
+                        with self._changed:  # retry it unless a newer one came
+                            if self._pending is None:
+                                self._pending = sequence
+            if closing:
+                return
+
+    def _send(self, sequence: int, failures: int) -> bool:
         try:
-            if self._publisher is None:
-                self._publisher = redis.Redis.from_url(
+            if self._client is None:
+                self._client = redis.Redis.from_url(
                     self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
                 )
-            self._publisher.publish(self.channel, str(sequence))
+            self._client.publish(self.channel, str(sequence))
         except redis.RedisError as error:
-            log.warning(
-                "ledger feed: cannot announce ledger %d on %s: %s",
-                sequence, self.shown_url, type(error).__name__,
-            )  # fmt: skip
+            if failures == 0:
+                log.warning(
+                    "ledger feed: cannot announce ledger %d on %s: %s",
+                    sequence, self.shown_url, type(error).__name__,
+                )  # fmt: skip
+            return False
+        return True
 
     async def listen(self) -> AsyncIterator[int]:
         failures = 0
@@ -83,9 +128,16 @@ class RedisFeed:
             await asyncio.sleep(RECONNECT.after_failures(max(failures, 1)))
 
     def close(self) -> None:
-        if self._publisher is not None:
-            self._publisher.close()
-            self._publisher = None
+        """Announce what is pending (one attempt), then release the connection."""
+        with self._changed:
+            self._closing = True
+            self._changed.notify()
+            announcer = self._announcer
+        if announcer is not None:
+            announcer.join(timeout=2 * self.timeout + 1)
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
 
 def _sequence(data: object) -> int | None:
