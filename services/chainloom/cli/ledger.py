@@ -509,6 +509,13 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     type=click.FloatRange(0, min_open=True),
     help="Seconds one rippled may take per forwarded call (forwarding.request_timeout; 10).",
 )
+@click.option(
+    "--ws-queue-limit",
+    type=click.IntRange(1),
+    default=100,
+    show_default=True,
+    help="Messages waiting on one WebSocket before its client is dropped as too slow (1008).",
+)
 @_feed_options
 @_backend_options
 @_guard
@@ -524,6 +531,7 @@ def api(
     client_budget: int,
     rippled: tuple[str, ...],
     forward_timeout: float | None,
+    ws_queue_limit: int,
     feed_redis: str | None,
     feed_channel: str,
     **options: Any,
@@ -560,6 +568,7 @@ def api(
         ws_idle_timeout=ws_idle_timeout,
         client_budget=client_budget,
         forwarding=loaded.forwarding,
+        ws_queue_limit=ws_queue_limit,
     )
 
     async def main() -> None:
