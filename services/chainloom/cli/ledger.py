@@ -208,6 +208,7 @@ def load(
     from chainloom.ledger.service import open_source
     from chainloom.telemetry import setup as setup_telemetry
 
+    feed = _open_feed(feed_redis, feed_channel)
     if dump is not None and grpc_address is None:
         check_input_file(dump, option="DUMP")
     source = open_source(dump=dump, grpc=grpc_address, start=start)
@@ -226,7 +227,6 @@ def load(
             err=True,
         )
 
-    feed = _open_feed(feed_redis, feed_channel)
     backend = _open_backend(options, read_only=False)
     observed = setup_telemetry("chainloom-ledger-etl")  # OTEL_* decides; off by default
     try:
