@@ -38,6 +38,7 @@ from chainloom.ledger.feed_redis import RedisFeed
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.xrpl import keylets
+from chainloom.settings import CassandraSettings
 from tests.ledger_api_support import FIRST, LEDGERS
 from tests.ledger_stream_support import (
     Collector,
@@ -77,10 +78,12 @@ class Stage:
             source.close()
 
 
-def _store(dump: Path, directory: Path) -> DatabaseSettings:
-    config = DatabaseSettings(
-        type="sqlite", sqlite=SqliteSettings(path=str(directory / "ledger.db"))
-    )
+def _store(dump: Path, directory: Path, config: DatabaseSettings | None = None) -> DatabaseSettings:
+    """A store holding the dump's first ledger (SQLite in ``directory`` unless ``config``)."""
+    if config is None:
+        config = DatabaseSettings(
+            type="sqlite", sqlite=SqliteSettings(path=str(directory / "ledger.db"))
+        )
     backend = make_backend(config)
     source = FileLedgerSource(dump)
     try:
@@ -310,6 +313,35 @@ def _read_until_closed(client: Any) -> tuple[int, ConnectionClosed]:
         except ConnectionClosed as closed:
             return received, closed
         received += 1
+
+
+# ------------------------------------------------------------------------ over Cassandra
+
+
+def test_over_cassandra_every_ledger_and_transaction_arrives_once_in_order(
+    history_dump: Path,
+    tmp_path: Path,
+    expected: ExpectedHistory,
+    cassandra_address: tuple[str, int],
+    cassandra_keyspace: str,
+) -> None:
+    host, port = cassandra_address
+    cassandra = DatabaseSettings(
+        type="cassandra",
+        cassandra=CassandraSettings(
+            hosts=(host,), port=port, keyspace=cassandra_keyspace, replication_factor=1
+        ),
+    )
+    config = _store(history_dump, tmp_path, cassandra)
+    for stage in _serve(history_dump, config, LocalFeed()):
+        with collectors(stage.url, 2) as subscribers:
+            for collector in subscribers:
+                collector.subscribe(streams=LEDGER_AND_TRANSACTIONS)
+            stage.load()
+            for collector in subscribers:
+                collector.wait_for(got_ledger(LAST, len(expected.transactions)), timeout=180)
+                assert _ledgers(collector) == expected.ledgers
+                assert _transactions(collector) == _in_order(expected)
 
 
 # ------------------------------------------------------------------------ through Redis
