@@ -57,7 +57,8 @@ class LocalFeed:
                 yield await queue.get()
         finally:
             with self._lock:
-                self._listeners.remove(entry)
+                if entry in self._listeners:
+                    self._listeners.remove(entry)
 
     def close(self) -> None:
         with self._lock:

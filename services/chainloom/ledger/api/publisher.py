@@ -24,7 +24,7 @@ from chainloom.errors import UnavailableError
 from chainloom.ledger.api import streams
 from chainloom.ledger.api.subscribe import STREAMS, StreamRequest
 from chainloom.ledger.backend import BackendInterface
-from chainloom.ledger.errors import LedgerError
+from chainloom.ledger.errors import LedgerError, LedgerInputError
 from chainloom.ledger.xrpl import keylets
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,11 @@ class Publisher:
                     messages = await loop.run_in_executor(
                         self._executor, read_ledger_messages, self._backend, sequence
                     )
-                except (LedgerError, UnavailableError) as failed:
+                except LedgerInputError as unreadable:  # stored data no decoder accepts
+                    log.error("ledger api: ledger %d is not published: %s", sequence, unreadable)
+                    self._published = sequence
+                    continue
+                except (LedgerError, UnavailableError) as failed:  # the store, for now
                     failures += 1
                     if failures == 1:
                         log.warning("ledger api: cannot read ledger %d to publish: %s",

@@ -328,9 +328,10 @@ class LedgerApi:
     async def close(self) -> None:
         """Stop the refresher, the thread pools and the cache's follower (after the server
         stopped)."""
-        for task in [self._refresher, *self._streaming]:
-            if task is not None:
-                task.cancel()
+        tasks = [task for task in (self._refresher, *self._streaming) if task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._feed is not None:
             self._feed.close()
         self._executor.shutdown(wait=True, cancel_futures=True)
