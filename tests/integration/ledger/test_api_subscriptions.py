@@ -14,6 +14,8 @@ import os
 import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -406,3 +408,13 @@ def test_malformed_subscriptions_get_rippleds_errors(
         assert answer["error"] == error
         assert answer["type"] == "response"
         assert _call(client, {"command": "ping"})["status"] == "success"
+
+
+def test_subscribe_over_http_needs_a_websocket(stage: Stage) -> None:
+    body = orjson.dumps({"method": "subscribe", "params": [{"streams": ["ledger"]}]})
+    http_url = stage.url.replace("ws://", "http://")
+    request = urllib.request.Request(http_url, body, {"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 400
+    assert orjson.loads(refused.value.read())["result"]["error"] == "invalidParams"

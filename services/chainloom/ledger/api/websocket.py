@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import orjson
 from fastapi import WebSocket, WebSocketDisconnect
 
+from chainloom.errors import UnavailableError
 from chainloom.ledger.api import requests as rq
 from chainloom.ledger.api import shapes
 from chainloom.ledger.api.errors import MalformedRequestError, RpcError
@@ -29,6 +31,9 @@ from chainloom.ledger.api.methods import Context, book
 from chainloom.ledger.api.publisher import Publisher, Subscriber, read_ledger_now
 from chainloom.ledger.api.shapes import error_body, success
 from chainloom.ledger.api.subscribe import BookRequest, parse_stream_request
+from chainloom.ledger.errors import LedgerError
+
+log = logging.getLogger(__name__)
 
 TOO_SLOW = (1008, "Policy error: client is too slow.")
 """rippled's close code and reason for a client whose write queue overflowed."""
@@ -93,6 +98,13 @@ class Subscriptions:
             return _result(success(result))
         except RpcError as refused:
             return _result(error_body(refused, call.method, call.params))
+        except UnavailableError as outage:
+            log.warning("ledger api: %s failed: %s", call.method, outage)
+            busy = RpcError("tooBusy", f"database unavailable: {outage}")
+            return _result(error_body(busy, call.method, call.params))
+        except LedgerError as failed:
+            log.error("ledger api: %s failed: %s", call.method, failed)
+            return _result(error_body(RpcError("internal", str(failed)), call.method, call.params))
 
     def _snapshot(self, entry: BookRequest, api_version: int) -> dict[str, Any]:
         """The book's offers now (``offers``; ``bids`` and ``asks`` with ``both``)."""
