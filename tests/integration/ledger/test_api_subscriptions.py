@@ -199,6 +199,26 @@ def _call(client: Any, request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+def test_without_a_feed_the_range_refresh_publishes_every_ledger(
+    history_dump: Path, tmp_path: Path, expected: ExpectedHistory
+) -> None:
+    config = _store(history_dump, tmp_path)
+    silent = LocalFeed()  # the API listens to it; the ETL below announces nothing
+    for stage in _serve(history_dump, config, silent):
+        with collectors(stage.url, 1) as (collector,):
+            collector.subscribe(streams=LEDGER_AND_TRANSACTIONS)
+            backend = make_backend(config)
+            source = FileLedgerSource(history_dump)
+            try:
+                LedgerEtl(backend, source).run()
+            finally:
+                backend.close()
+                source.close()
+            collector.wait_for(got_ledger(LAST, len(expected.transactions)))
+            assert _ledgers(collector) == expected.ledgers
+            assert _transactions(collector) == _in_order(expected)
+
+
 # ------------------------------------------------------------------------ filters
 
 
