@@ -7,9 +7,9 @@ two announcements from the store too, so a lost announcement delays a ledger but
 it. :class:`LocalFeed` serves an ETL and an API in one process; :class:`~.feed_redis.RedisFeed`
 carries the announcements through Redis pub/sub when they are different processes or pods.
 
-``publish`` runs on the ETL's thread and never blocks it for long nor raises: an announcement
-that cannot be sent is logged and dropped (the API's once-a-second range refresh notices the
-ledger anyway).
+``publish`` runs on the ETL's thread and never blocks it nor raises: the Redis feed hands the
+sequence to a thread of its own, which retries while Redis is away (and the API's
+once-a-second range refresh notices new ledgers anyway).
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 DEFAULT_CHANNEL = "chainloom:ledger:committed"
 """The channel the ETL announces committed ledgers on."""
 
+HEALTH_CHECK_SECONDS = 30
+"""How often a listening connection is checked (a silently dead one is then replaced)."""
+
 RECONNECT = Backoff(initial=0.2, maximum=10.0, jitter=0.2)
 """How the listener waits between reconnections."""
 
@@ -104,7 +107,12 @@ class RedisFeed:
     async def listen(self) -> AsyncIterator[int]:
         failures = 0
         while True:
-            client = aioredis.Redis.from_url(self.url, socket_connect_timeout=self.timeout)
+            client = aioredis.Redis.from_url(
+                self.url,
+                socket_connect_timeout=self.timeout,
+                socket_keepalive=True,
+                health_check_interval=HEALTH_CHECK_SECONDS,
+            )
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(self.channel)
