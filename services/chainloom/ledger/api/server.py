@@ -30,8 +30,8 @@ from chainloom.ledger.api import forwarding as fw
 from chainloom.ledger.api import requests as rq
 from chainloom.ledger.api.errors import MalformedRequestError, RpcError
 from chainloom.ledger.api.methods import Context, answer
-from chainloom.ledger.api.rippled import RippledForwarder
 from chainloom.ledger.api.publisher import Publisher
+from chainloom.ledger.api.rippled import RippledForwarder
 from chainloom.ledger.api.shapes import error_body, success
 from chainloom.ledger.api.websocket import ConnectionLimits, Subscriptions, serve_connection
 from chainloom.ledger.backend import BackendInterface
