@@ -58,6 +58,42 @@ def _backend_options(function: F) -> F:
     return function
 
 
+def _feed_options(function: F) -> F:
+    """``--feed-redis`` / ``--feed-channel``: the committed-ledger feed between ``load`` and
+    ``api`` when they run in different processes (docs/ledger-api.md, Subscriptions)."""
+    options = [
+        click.option(
+            "--feed-redis",
+            envvar="CHAINLOOM_LEDGER_FEED_REDIS",
+            help="Redis URL of the committed-ledger feed (load announces, api listens).",
+        ),
+        click.option(
+            "--feed-channel",
+            default="chainloom:ledger:committed",
+            show_default=True,
+            help="Redis pub/sub channel of the feed.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _open_feed(url: str | None, channel: str) -> Any:
+    """The Redis feed the flags name (``None`` without ``--feed-redis``)."""
+    if url is None:
+        return None
+    from chainloom.ledger.errors import LedgerConfigError
+    from chainloom.ledger.feed_redis import RedisFeed
+    from chainloom.urls import check_redis_url
+
+    try:
+        check_redis_url(url)
+    except ValueError as bad:
+        raise LedgerConfigError(f"--feed-redis: {bad}") from None
+    return RedisFeed(url, channel)
+
+
 def _guard(function: F) -> F:
     """Turn chainloom's deliberate errors into one line on stderr and the exit code the CLI's
     error boundary gives them (2 for bad input, 4 when the database cannot be reached)."""
@@ -151,6 +187,7 @@ def ledger() -> None:
     is_flag=True,
     help="Also check every ledger's account_hash (whole state in memory; small networks).",
 )
+@_feed_options
 @_backend_options
 @_guard
 def load(
@@ -162,6 +199,8 @@ def load(
     follow: bool,
     quiet: bool,
     verify_state: bool,
+    feed_redis: str | None,
+    feed_channel: str,
     **options: Any,
 ) -> None:
     """Load a ledger dump (or a gRPC source) into the backend, resuming where it stopped."""
@@ -169,6 +208,7 @@ def load(
     from chainloom.ledger.service import open_source
     from chainloom.telemetry import setup as setup_telemetry
 
+    feed = _open_feed(feed_redis, feed_channel)
     if dump is not None and grpc_address is None:
         check_input_file(dump, option="DUMP")
     source = open_source(dump=dump, grpc=grpc_address, start=start)
@@ -190,12 +230,14 @@ def load(
     backend = _open_backend(options, read_only=False)
     observed = setup_telemetry("chainloom-ledger-etl")  # OTEL_* decides; off by default
     try:
-        etl = LedgerEtl(backend, source, on_progress=report, verify_state=verify_state)
+        etl = LedgerEtl(backend, source, on_progress=report, verify_state=verify_state, feed=feed)
         summary = etl.run(stop=stop, follow=follow)
     finally:
         backend.close()
         source.close()
         observed.shutdown()
+        if feed is not None:
+            feed.close()
     data = {
         "first_committed": summary.first_committed,
         "last_committed": summary.last_committed,
@@ -467,6 +509,14 @@ def nft(token_id: str, sequence: int | None, **options: Any) -> None:
     type=click.FloatRange(0, min_open=True),
     help="Seconds one rippled may take per forwarded call (forwarding.request_timeout; 10).",
 )
+@click.option(
+    "--ws-queue-limit",
+    type=click.IntRange(1),
+    default=100,
+    show_default=True,
+    help="Messages waiting on one WebSocket before its client is dropped as too slow (1008).",
+)
+@_feed_options
 @_backend_options
 @_guard
 def api(
@@ -481,6 +531,9 @@ def api(
     client_budget: int,
     rippled: tuple[str, ...],
     forward_timeout: float | None,
+    ws_queue_limit: int,
+    feed_redis: str | None,
+    feed_channel: str,
     **options: Any,
 ) -> None:
     """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted;
@@ -496,6 +549,7 @@ def api(
     except PackageNotFoundError:
         __version__ = "0"
 
+    feed = _open_feed(feed_redis, feed_channel)
     loaded = _ledger_settings(
         options,
         {
@@ -514,6 +568,7 @@ def api(
         ws_idle_timeout=ws_idle_timeout,
         client_budget=client_budget,
         forwarding=loaded.forwarding,
+        ws_queue_limit=ws_queue_limit,
     )
 
     async def main() -> None:
@@ -525,7 +580,7 @@ def api(
         def ready(bound: int) -> None:
             click.echo(f"ledger api on http://{host}:{bound}/", err=True)
 
-        await serve(backend, host, port, settings, stop=stop, on_ready=ready)
+        await serve(backend, host, port, settings, stop=stop, on_ready=ready, feed=feed)
 
     try:
         asyncio.run(main())

@@ -36,6 +36,7 @@ from chainloom.ledger.errors import (
     LedgerIntegrityError,
     SuccessorError,
 )
+from chainloom.ledger.feed import LedgerFeed
 from chainloom.ledger.nft import (
     TransactionNFTs,
     ledger_nft_rows,
@@ -180,14 +181,18 @@ class LedgerEtl:
         *,
         on_progress: Callable[[Progress], None] | None = None,
         verify_state: bool = False,
+        feed: LedgerFeed | None = None,
     ) -> None:
         """``verify_state`` also checks every ledger's ``account_hash`` (a SHAMap over the whole
         state, kept in memory: right for test networks and generated ledgers, not for mainnet's
-        millions of objects). Without it a diff that omits a change cannot be noticed."""
+        millions of objects). Without it a diff that omits a change cannot be noticed.
+        ``feed`` is told each ledger's sequence once it is committed, in order (for the API's
+        subscription streams, :mod:`chainloom.ledger.feed`)."""
         self._backend = backend
         self._source = source
         self._on_progress = on_progress
         self._verify_state = verify_state
+        self._feed = feed
         self._tracker: SuccessorTracker | None = None
         self._leaves: dict[bytes, bytes] | None = None
         self._previous: LedgerHeader | None = None
@@ -304,6 +309,8 @@ class LedgerEtl:
         summary.seconds = time.monotonic() - started
         _ledgers.add(1)
         _last_validated.set(sequence)
+        if self._feed is not None:
+            self._feed.publish(sequence)
         if self._on_progress is not None:
             latest = self._source.latest_sequence()
             if latest is not None:

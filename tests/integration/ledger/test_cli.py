@@ -141,6 +141,18 @@ def test_a_missing_dump_and_a_missing_database_are_named(tmp_path: Path) -> None
     assert "nope.db does not exist" in result.stderr
 
 
+@pytest.mark.parametrize("command", ["load", "api"])
+def test_a_malformed_feed_url_exits_2_without_its_password(command: str, tmp_path: Path) -> None:
+    url = "redis://user:s3cret@127.0.0.1:notaport/0"
+    result = CliRunner().invoke(
+        ledger, [command, "--feed-redis", url, "--sqlite-path", str(tmp_path / "x.db")]
+    )
+    assert result.exit_code == 2
+    assert "--feed-redis" in result.stderr
+    assert "s3cret" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 # --------------------------------------------------------------------------------------------
 # Crash test
 

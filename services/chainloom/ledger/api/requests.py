@@ -475,6 +475,17 @@ def parse_book_offers(params: Mapping[str, Any]) -> BookOffersParams:
     )
 
 
+WEBSOCKET_ONLY = ("subscribe", "unsubscribe")
+"""Methods answered on a WebSocket only (their parser refuses them over HTTP)."""
+
+
+def parse_subscription(params: Mapping[str, Any]) -> NoParams:
+    """``subscribe`` / ``unsubscribe`` over HTTP: rippled's answer without a callback ``url``
+    (the WebSocket API serves them, :mod:`.websocket`)."""
+    del params
+    raise invalid_params("subscribe and unsubscribe need a WebSocket connection.")
+
+
 def parse_nothing(params: Mapping[str, Any]) -> NoParams:
     """Methods without parameters (anything given is ignored, as rippled does)."""
     del params
@@ -515,6 +526,8 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], Params]] = {
     "amm_info": pm.parse_amm_info,
     "get_aggregate_price": pm.parse_aggregate_price,
     "mpt_holders": pm.parse_mpt_holders,
+    "subscribe": parse_subscription,
+    "unsubscribe": parse_subscription,
 }
 """Every method the server answers, with its parameter parser."""
 

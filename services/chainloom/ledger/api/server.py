@@ -22,20 +22,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import Response
 
 from chainloom.errors import UnavailableError
 from chainloom.ledger.api import forwarding as fw
 from chainloom.ledger.api import requests as rq
-from chainloom.ledger.api import shapes
 from chainloom.ledger.api.errors import MalformedRequestError, RpcError
 from chainloom.ledger.api.methods import Context, answer
+from chainloom.ledger.api.publisher import Publisher
 from chainloom.ledger.api.rippled import RippledForwarder
 from chainloom.ledger.api.shapes import error_body, success
+from chainloom.ledger.api.websocket import ConnectionLimits, Subscriptions, serve_connection
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.config import ForwardingSettings
 from chainloom.ledger.errors import LedgerError
+from chainloom.ledger.feed import LedgerFeed
 from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
 from chainloom.web.server import WebServer, WebSocketLimits
@@ -78,6 +80,9 @@ class ApiOptions:
     queued behind expensive ones."""
     forwarding: ForwardingSettings = field(default_factory=ForwardingSettings)
     """The rippled servers that calls needing a live server go to (:mod:`.forwarding`)."""
+    ws_queue_limit: int = 100
+    """Messages waiting to be sent on one WebSocket before its client is dropped as too slow
+    (1008, as rippled's ``send_queue_limit``)."""
 
 
 METHOD_WEIGHTS: dict[str, int] = {
@@ -112,7 +117,15 @@ ERRORS = PlainRefusals("error", {}, log_name="ledger api")
 class LedgerApi:
     """The methods over one backend: the thread pool, the busy bound and the range refresher."""
 
-    def __init__(self, backend: BackendInterface, options: ApiOptions | None = None) -> None:
+    def __init__(
+        self,
+        backend: BackendInterface,
+        options: ApiOptions | None = None,
+        *,
+        feed: LedgerFeed | None = None,
+    ) -> None:
+        """``feed`` announces the ledgers an ETL commits (subscriptions also notice them through
+        the range refresh, a second later at most)."""
         self.options = options or ApiOptions()
         self.context = Context(backend=backend, version=self.options.version)
         self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -128,6 +141,10 @@ class LedgerApi:
         self.forwarder = RippledForwarder(
             self.options.forwarding, max_in_flight=self.options.max_pending
         )
+        self._feed = feed
+        self.publisher = Publisher(backend, self._executor)
+        self._subscriptions = Subscriptions(self.publisher, self.context, self._executor)
+        self._streaming: list[asyncio.Task[None]] = []
 
     def app(self) -> FastAPI:
         """The application: JSON-RPC on ``POST /``, rippled's WebSocket API on ``/``."""
@@ -182,32 +199,16 @@ class LedgerApi:
 
     async def websocket(self, socket: WebSocket) -> None:
         """rippled's WebSocket API: ``{"id", "command", ...params}`` in, ``{"id", "result",
-        "status", "type": "response"}`` out (an error's fields sit beside ``id``). Every answer
-        is a text frame, as rippled sends; a request in a binary frame is read as UTF-8 text
-        and answered the same (``jsonInvalid`` when it is not UTF-8)."""
+        "status", "type": "response"}`` out (an error's fields sit beside ``id``), and the
+        subscription streams (:mod:`.websocket`). Every answer is a text frame, as rippled
+        sends; a request in a binary frame is read as UTF-8 text and answered the same
+        (``jsonInvalid`` when it is not UTF-8)."""
         await socket.accept()
         client = socket.client.host if socket.client else "?"
-        try:
-            while True:
-                try:
-                    async with asyncio.timeout(self.options.ws_idle_timeout):
-                        message = await socket.receive()
-                except TimeoutError:
-                    await socket.close(1001, "idle")
-                    return
-                if message["type"] == "websocket.disconnect":
-                    return
-                try:
-                    request_id, call = rq.parse_websocket_call(_frame_text(message))
-                except MalformedRequestError as bad:
-                    malformed = shapes.websocket_malformed(str(bad))
-                    await socket.send_text(orjson.dumps(malformed).decode())
-                    continue
-                result, _ = await self.dispatch(call, client)
-                body = orjson.dumps(shapes.websocket_body(request_id, result)).decode()
-                await socket.send_text(body)
-        except WebSocketDisconnect:
-            return
+        limits = ConnectionLimits(
+            idle_timeout=self.options.ws_idle_timeout, queue_limit=self.options.ws_queue_limit
+        )
+        await serve_connection(socket, client, self.dispatch, self._subscriptions, limits)
 
     async def dispatch(  # noqa: PLR0911 - one return per outcome
         self, call: rq.Call, client: str = "?"
@@ -297,25 +298,42 @@ class LedgerApi:
         return error_body(refused, call.method, call.params)["result"], refused.http_status
 
     def start(self) -> None:
-        """Start re-reading the ledger range (from a running event loop)."""
+        """Start re-reading the ledger range and publishing new ledgers to subscribers (from a
+        running event loop)."""
+        found = self.context.backend.fetch_ledger_range()
+        self.publisher.start_after(None if found is None else found.max_sequence)
         self._refresher = asyncio.create_task(self._refresh_range())
+        self._streaming.append(asyncio.create_task(self.publisher.run()))
+        if self._feed is not None:
+            self._streaming.append(asyncio.create_task(self._follow_feed(self._feed)))
+
+    async def _follow_feed(self, feed: LedgerFeed) -> None:
+        async for sequence in feed.listen():
+            self.publisher.notify(sequence)
 
     async def _refresh_range(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.options.range_refresh_seconds)
             try:
-                await loop.run_in_executor(
+                found = await loop.run_in_executor(
                     self._executor, self.context.backend.hard_fetch_ledger_range
                 )
             except LedgerError as failed:
                 log.warning("ledger api: cannot refresh the ledger range: %s", failed)
+                continue
+            if found is not None:
+                self.publisher.notify(found.max_sequence)
 
     async def close(self) -> None:
         """Stop the refresher, the thread pools and the cache's follower (after the server
         stopped)."""
-        if self._refresher is not None:
-            self._refresher.cancel()
+        tasks = [task for task in (self._refresher, *self._streaming) if task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._feed is not None:
+            self._feed.close()
         self._executor.shutdown(wait=True, cancel_futures=True)
         self._light.shutdown(wait=True, cancel_futures=True)
         await self.forwarder.close()
@@ -330,17 +348,6 @@ READY_TIMEOUT = 5.0
 def _unready(reason: str) -> Response:
     body = {"status": "unavailable", "reason": reason}
     return Response(orjson.dumps(body), 503, media_type="application/json")
-
-
-def _frame_text(message: Any) -> str:
-    """The text of one WebSocket message, text or binary frame."""
-    text = message.get("text")
-    if text is not None:
-        return str(text)
-    try:
-        return bytes(message.get("bytes") or b"").decode("utf-8")
-    except UnicodeDecodeError:
-        raise MalformedRequestError("Unable to parse request: a binary frame not UTF-8") from None
 
 
 def web_server(api: LedgerApi, host: str, port: int) -> WebServer:
@@ -372,8 +379,9 @@ class ServerThread:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        feed: LedgerFeed | None = None,
     ) -> None:
-        self._api = LedgerApi(backend, options)
+        self._api = LedgerApi(backend, options, feed=feed)
         self._server = web_server(self._api, host, port)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -411,9 +419,10 @@ async def serve(
     *,
     stop: asyncio.Event,
     on_ready: Callable[[int], None] | None = None,
+    feed: LedgerFeed | None = None,
 ) -> None:
     """Serve until ``stop`` is set (the CLI sets it on SIGINT/SIGTERM)."""
-    api = LedgerApi(backend, options)
+    api = LedgerApi(backend, options, feed=feed)
     server = web_server(api, host, port)
     api.start()
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from chainloom.ledger.api.errors import RpcError
@@ -34,6 +35,12 @@ _ACCOUNT_DELETE = sf.ACCOUNT_DELETE
 def hex_upper(value: bytes) -> str:
     """Upper-case hex, as rippled prints hashes, keys and blobs."""
     return value.hex().upper()
+
+
+def decimal_text(value: Decimal) -> str:
+    """A sum of amounts as plain decimal text (no exponent, no trailing zeros)."""
+    text = format(value.normalize(), "f")
+    return "0" if text in ("-0", "0") else text
 
 
 def close_time_iso(close_time: int) -> str:

@@ -4,12 +4,11 @@ per book, from its transactions' metadata) and ``amm_info``."""
 from __future__ import annotations
 
 import decimal
-from dataclasses import dataclass, field
-from decimal import Decimal
 
 from chainloom.ledger.api import params as pm
 from chainloom.ledger.api import requests as rq
 from chainloom.ledger.api import shapes
+from chainloom.ledger.api.bookchanges import book_changes_result
 from chainloom.ledger.api.errors import RpcError
 from chainloom.ledger.api.methods.context import (
     JSON,
@@ -18,11 +17,10 @@ from chainloom.ledger.api.methods.context import (
     read_object,
     resolve_ledger,
 )
-from chainloom.ledger.api.methods.gateway import decimal_text
 from chainloom.ledger.xrpl import binary, keylets
 from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl.address import encode_account
-from chainloom.ledger.xrpl.jsonform import currency_text, issued_value_text, to_json
+from chainloom.ledger.xrpl.jsonform import currency_text, to_json
 from chainloom.ledger.xrpl.lines import line_view
 
 _RATE_CONTEXT = decimal.Context(prec=16)
@@ -55,96 +53,14 @@ def book_offers(ctx: Context, params: rq.BookOffersParams, api_version: int) -> 
 # ------------------------------------------------------------------------------ book_changes
 
 
-def _amount(value: bytes) -> tuple[str, Decimal]:
-    """An Amount as ``(asset, quantity)``: ``XRP_drops`` and drops, or ``issuer/currency``."""
-    if len(value) == 8:
-        raw = int.from_bytes(value, "big")
-        drops = raw & 0x3FFFFFFFFFFFFFFF
-        return "XRP_drops", Decimal(drops if raw & 0x4000000000000000 or drops == 0 else -drops)
-    if len(value) == 48:
-        asset = f"{encode_account(value[28:48])}/{currency_text(value[8:28])}"
-        return asset, Decimal(issued_value_text(value[:8]))
-    return "", Decimal(0)
-
-
-@dataclass
-class _Book:
-    volume_a: Decimal = Decimal(0)
-    volume_b: Decimal = Decimal(0)
-    rates: list[Decimal] = field(default_factory=list)
-
-
-def trades(meta_blob: bytes) -> list[tuple[str, Decimal, str, Decimal]]:
-    """The offer fills one transaction's metadata records, as ``(asset_a, quantity_a, asset_b,
-    quantity_b)`` with XRP first, else the assets in text order."""
-    found = []
-    meta = binary.decode(meta_blob)
-    nodes = meta.get(sf.AFFECTED_NODES, [])
-    for kind, node in nodes if isinstance(nodes, list) else []:
-        if kind not in (sf.MODIFIED_NODE, sf.DELETED_NODE):
-            continue
-        entry = node.get(sf.LEDGER_ENTRY_TYPE)
-        if not isinstance(entry, bytes) or int.from_bytes(entry, "big") != sf.OFFER:
-            continue
-        final, previous = node.get(sf.FINAL_FIELDS), node.get(sf.PREVIOUS_FIELDS)
-        if not isinstance(final, dict) or not isinstance(previous, dict):
-            continue
-        values = [d.get(k) for d in (previous, final) for k in (sf.TAKER_GETS, sf.TAKER_PAYS)]
-        if not all(isinstance(v, bytes) for v in values):
-            continue
-        (gets_asset, gets_before), (pays_asset, pays_before), (_, gets_after), (_, pays_after) = (
-            _amount(v) for v in values if isinstance(v, bytes)
-        )
-        gets, pays = gets_before - gets_after, pays_before - pays_after
-        if gets <= 0 or pays <= 0:
-            continue
-        keep = gets_asset == "XRP_drops" or (pays_asset != "XRP_drops" and gets_asset < pays_asset)
-        found.append(
-            (gets_asset, gets, pays_asset, pays) if keep else (pays_asset, pays, gets_asset, gets)
-        )
-    return found
-
-
-def _transaction_index(meta_blob: bytes) -> int:
-    value = binary.decode(meta_blob).get(sf.TRANSACTION_INDEX)
-    return int.from_bytes(value, "big") if isinstance(value, bytes) else 0
-
-
 def book_changes(ctx: Context, params: pm.LedgerOnlyParams, api_version: int) -> JSON:
     """``book_changes`` (Clio): per pair of assets, the volumes traded in the ledger and the
-    open, close, high and low rate (``a / b``), in transaction order."""
+    open, close, high and low rate (``a / b``), in transaction order
+    (:func:`chainloom.ledger.api.bookchanges.book_changes_result`)."""
     del api_version
     header = resolve_ledger(ctx, params.ledger)
-    books: dict[tuple[str, str], _Book] = {}
     found = ctx.backend.fetch_all_transactions_in_ledger(header.sequence)
-    ordered = sorted(found, key=lambda tx: _transaction_index(tx.metadata))
-    for tx in ordered:
-        for asset_a, quantity_a, asset_b, quantity_b in trades(tx.metadata):
-            book = books.setdefault((asset_a, asset_b), _Book())
-            book.volume_a += quantity_a
-            book.volume_b += quantity_b
-            book.rates.append(_RATE_CONTEXT.divide(quantity_a, quantity_b))
-    changes = [
-        {
-            "currency_a": asset_a,
-            "currency_b": asset_b,
-            "volume_a": decimal_text(book.volume_a),
-            "volume_b": decimal_text(book.volume_b),
-            "high": decimal_text(max(book.rates)),
-            "low": decimal_text(min(book.rates)),
-            "open": decimal_text(book.rates[0]),
-            "close": decimal_text(book.rates[-1]),
-        }
-        for (asset_a, asset_b), book in sorted(books.items())
-    ]
-    return {
-        "type": "bookChanges",
-        "ledger_hash": shapes.hex_upper(header.hash),
-        "ledger_index": header.sequence,
-        "ledger_time": header.close_time,
-        "validated": True,
-        "changes": changes,
-    }
+    return book_changes_result(header, found)
 
 
 # ---------------------------------------------------------------------------------- amm_info

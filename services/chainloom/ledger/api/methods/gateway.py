@@ -21,6 +21,7 @@ from chainloom.ledger.api.methods.context import (
     resolve_ledger,
 )
 from chainloom.ledger.api.methods.server import fees
+from chainloom.ledger.api.shapes import decimal_text
 from chainloom.ledger.types import LedgerHeader
 from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl import keylets
@@ -31,12 +32,6 @@ from chainloom.ledger.xrpl.lines import LineView, line_view
 TF_SET_NO_RIPPLE = 0x00020000
 TF_CLEAR_NO_RIPPLE = 0x00040000
 ASF_DEFAULT_RIPPLE = 8
-
-
-def decimal_text(value: Decimal) -> str:
-    """A sum of amounts as plain decimal text (no exponent, no trailing zeros)."""
-    text = format(value.normalize(), "f")
-    return "0" if text in ("-0", "0") else text
 
 
 def _all_lines(ctx: Context, params: pm.AccountParams, header: LedgerHeader) -> list[LineView]:

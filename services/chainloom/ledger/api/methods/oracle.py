@@ -20,7 +20,7 @@ from chainloom.ledger.api.methods.context import (
     read_objects,
     resolve_ledger,
 )
-from chainloom.ledger.api.methods.gateway import decimal_text
+from chainloom.ledger.api.shapes import decimal_text
 from chainloom.ledger.xrpl import binary, keylets
 from chainloom.ledger.xrpl import fields as sf
 
