@@ -39,7 +39,7 @@ def _settings(config_path: str | None, flags: dict[str, Any]) -> RelayerSettings
 
 def _tables(options: dict[str, Any]) -> RelayTables:
     """The tables of the settings given by ``--config``/``--redis-url``/``--prefix``."""
-    from chainloom.relayer.errors import RelayerError, TablesUnavailableError
+    from chainloom.relayer.errors import RelayerError, TablesRefusedError, TablesUnavailableError
     from chainloom.relayer.service import open_tables
 
     settings = _settings(
@@ -48,8 +48,8 @@ def _tables(options: dict[str, Any]) -> RelayTables:
     )
     try:
         return open_tables(settings)
-    except TablesUnavailableError:
-        raise  # Redis is down: the CLI's error boundary exits 4, naming the server
+    except (TablesUnavailableError, TablesRefusedError):
+        raise  # the boundary exits 4 (Redis down) or 2 (it refused us), naming the server
     except RelayerError as error:
         fail(f"--redis-url: {error}")
 

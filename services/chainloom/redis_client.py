@@ -1,0 +1,90 @@
+"""Opening Redis from :class:`~chainloom.settings.RedisSettings`: the one way a client is made.
+
+The relayer's services and CLI and the operator all build their client here, so an ACL user, a
+password kept in a file (a mounted Secret) and TLS (``rediss://`` with a CA bundle and an
+optional client certificate) reach every connection alike. The TLS and password files are read
+and checked before any connection is tried, so a wrong path is a
+:class:`~chainloom.credentials.CredentialsError` naming the setting (exit 2), not an outage.
+
+:func:`refusal` tells an answer that refused us (credentials, a certificate, a handshake in the
+wrong protocol) from an outage: the first is a setting to fix, the second something to wait out.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+import redis
+from redis.exceptions import AuthenticationError, AuthorizationError, ResponseError
+
+from chainloom.credentials import client_context, read_password
+from chainloom.settings.parts import RedisSettings
+
+SETTING = "redis"
+"""Where the settings live in a service's model, for messages."""
+
+
+def connect_options(settings: RedisSettings, setting: str = SETTING) -> dict[str, Any]:
+    """The keyword arguments of ``redis.Redis.from_url`` beyond the URL: user, password and
+    TLS (files read and checked now)."""
+    options: dict[str, Any] = {}
+    if settings.username is not None:
+        options["username"] = settings.username
+    if settings.password_file is not None:
+        options["password"] = read_password(settings.password_file, f"{setting}.password_file")
+    if settings.uses_tls:
+        tls = settings.tls
+        client_context(tls, f"{setting}.tls")  # the files are usable, or a CredentialsError
+        options.update(
+            ssl_cert_reqs="required",
+            ssl_ca_certs=tls.ca_file,
+            ssl_certfile=tls.cert_file,
+            ssl_keyfile=tls.key_file,
+            ssl_check_hostname=tls.check_hostname,
+            ssl_min_version=ssl.TLSVersion.TLSv1_2,
+        )
+    return options
+
+
+def redis_client(settings: RedisSettings, setting: str = SETTING, **extra: Any) -> redis.Redis:
+    """A client for the configured Redis (no connection is made yet); ``extra`` adds client
+    options such as timeouts."""
+    options = {**connect_options(settings, setting), **extra}
+    return redis.Redis.from_url(settings.url.get_secret_value(), **options)
+
+
+def refusal(error: BaseException) -> str | None:
+    """Why Redis refused us, when ``error`` is a refusal rather than an outage; else None."""
+    message = _first_line(error)
+    if isinstance(error, AuthenticationError | AuthorizationError) or (
+        isinstance(error, ResponseError) and message.startswith(("NOAUTH", "WRONGPASS"))
+    ):
+        return f"the credentials were refused ({message})"
+    if isinstance(error, ResponseError) and message.startswith("NOPERM"):
+        return f"the user may not do this ({message})"
+    return _tls_refusal(error)
+
+
+def _tls_refusal(error: BaseException) -> str | None:
+    for cause in _chain(error):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"its TLS certificate was not accepted: {cause.verify_message}"
+        if isinstance(cause, ssl.SSLError):
+            if "WRONG_VERSION_NUMBER" in str(cause):
+                return "TLS was refused (the port speaks plain text: use redis://)"
+            return f"the TLS handshake failed: {cause.reason or cause}"
+    return None
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).splitlines() or [type(error).__name__])[0]
