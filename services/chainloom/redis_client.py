@@ -16,7 +16,13 @@ import ssl
 from typing import Any
 
 import redis
-from redis.exceptions import AuthenticationError, AuthorizationError, ResponseError
+from redis.exceptions import (
+    AuthenticationError,
+    AuthorizationError,
+    ConnectionError,
+    ResponseError,
+    TimeoutError,
+)
 
 from chainloom.credentials import client_context, read_password
 from chainloom.settings.parts import RedisSettings
@@ -28,7 +34,10 @@ SETTING = "redis"
 def connect_options(settings: RedisSettings, setting: str = SETTING) -> dict[str, Any]:
     """The keyword arguments of ``redis.Redis.from_url`` beyond the URL: user, password and
     TLS (files read and checked now)."""
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {
+        "socket_connect_timeout": settings.connect_timeout,
+        "socket_timeout": settings.timeout,
+    }
     if settings.username is not None:
         options["username"] = settings.username
     if settings.password_file is not None:
@@ -64,6 +73,23 @@ def refusal(error: BaseException) -> str | None:
     if isinstance(error, ResponseError) and message.startswith("NOPERM"):
         return f"the user may not do this ({message})"
     return _tls_refusal(error)
+
+
+def first_contact_refusal(error: BaseException, tls: bool) -> str | None:
+    """:func:`refusal`, and what the first exchange on a new connection tells besides: a plain
+    client whose connection is dropped at once was most likely talking to a TLS port, and a
+    TLS client left without a handshake answer to a plain one. (Later in a connection's life
+    the same errors are outages: a server restarting, a network failing.)"""
+    refused = refusal(error)
+    if refused is not None:
+        return refused
+    if isinstance(error, TimeoutError) and tls:
+        return "no answer to the TLS handshake (a plain port? use redis://)"
+    if isinstance(error, ConnectionError) and not tls:
+        text = str(error)
+        if "reset by peer" in text or "closed by server" in text:
+            return "it closed the connection at once (a TLS port? use rediss://)"
+    return None
 
 
 def _tls_refusal(error: BaseException) -> str | None:

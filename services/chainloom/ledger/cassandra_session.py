@@ -127,16 +127,26 @@ def _refusal_cause(failure: object, settings: CassandraSettings) -> str | None:
 
 
 def _tls_refusal(failure: object, settings: CassandraSettings) -> str | None:
-    if isinstance(failure, ssl.SSLCertVerificationError):
-        return f"its TLS certificate was not accepted: {failure.verify_message}"
+    # The driver reports a failed handshake as the ssl module's error or, retried over the
+    # host's addresses, as an OSError quoting it: its text is what both have in common.
+    text = str(failure)
+    if isinstance(failure, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in text:
+        reason = getattr(failure, "verify_message", None) or _verify_reason(text)
+        return f"its TLS certificate was not accepted: {reason}"
+    if "WRONG_VERSION_NUMBER" in text and settings.tls.enabled:
+        return "TLS was refused (the port speaks plain text: is client encryption off?)"
     if isinstance(failure, ssl.SSLError):
-        if "WRONG_VERSION_NUMBER" in str(failure) and settings.tls.enabled:
-            return "TLS was refused (the port speaks plain text: is client encryption off?)"
         return f"the TLS handshake failed: {failure.reason or failure}"
-    if isinstance(failure, ConnectionShutdown) and not settings.tls.enabled:
+    if isinstance(failure, ConnectionShutdown | ConnectionResetError) and not settings.tls.enabled:
         # A TLS-only port drops a client that starts in plain text before answering it.
-        return "it closed the connection before answering (it requires TLS? set tls.enabled)"
+        return "it closed the connection at once (it requires TLS? set tls.enabled)"
     return None
+
+
+def _verify_reason(text: str) -> str:
+    """``unable to get local issuer certificate`` out of an OpenSSL verification message."""
+    _, _, reason = text.partition("certificate verify failed: ")
+    return reason.split(" (_ssl", 1)[0].rstrip(")'\"") or "verification failed"
 
 
 def create_schema(

@@ -114,6 +114,15 @@ class RedisSettings(Part):
         default_factory=TlsSettings,
         description="TLS of a rediss:// URL (whom to trust, a client certificate).",
     )
+    connect_timeout: float = Field(
+        default=5.0, gt=0, description="Seconds a TCP connection to Redis may take to open."
+    )
+    timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds a reply (and a TLS handshake) may take; past it Redis counts as "
+        "unavailable.",
+    )
 
     @field_validator("url")
     @classmethod
