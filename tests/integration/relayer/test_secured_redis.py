@@ -170,7 +170,7 @@ def test_the_password_is_in_no_output_or_log(
 ) -> None:
     outputs: list[str] = []
     for overrides in ({}, {"TLS__CA_FILE": str(make_other_ca(tmp_path / "o"))}):
-        result = _queues(secured_redis, **overrides)  # type: ignore[arg-type]
+        result = _queues(secured_redis, **overrides)
         outputs += [result.stdout, result.stderr]
     env = {**os.environ, **_environment(secured_redis)}
     shown = subprocess.run(
