@@ -95,7 +95,8 @@ def first_contact_refusal(error: BaseException, tls: bool) -> str | None:
 def _tls_refusal(error: BaseException) -> str | None:
     for cause in _chain(error):
         if isinstance(cause, ssl.SSLCertVerificationError):
-            return f"its TLS certificate was not accepted: {cause.verify_message}"
+            reason = getattr(cause, "verify_message", None) or cause.strerror or cause
+            return f"its TLS certificate was not accepted: {reason}"
         if isinstance(cause, ssl.SSLError):
             if "WRONG_VERSION_NUMBER" in str(cause):
                 return "TLS was refused (the port speaks plain text: use redis://)"
