@@ -131,6 +131,36 @@ def test_load_and_read_over_a_login_and_tls(
         cluster.shutdown()
 
 
+def test_the_spark_ledger_load_logs_in_with_the_same_settings(
+    secured_cassandra: PrivateStack, dump: Path, outputs: list[str], tmp_path: Path
+) -> None:
+    keyspace = f"k_{uuid.uuid4().hex[:10]}"
+    host, port = secured_cassandra.address("cassandra-secured")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_DATABASE__")}
+    env.update(_environment(secured_cassandra, keyspace))
+    argv = [sys.executable, "-m", "chainloom", "spark", "run", "ledger-load", "--input",
+            str(dump), "--backend", "cassandra", "--cassandra-hosts", f"{host}:{port}",
+            "--keyspace", keyspace, "--master", "local[2]", "--batch", "2"]  # fmt: skip
+    loaded = subprocess.run(
+        argv, env=env, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path
+    )
+    outputs += [loaded.stdout, loaded.stderr]
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    shown = _ledger(secured_cassandra, keyspace, "range", "--json")
+    outputs += [shown.stdout, shown.stderr]
+    assert json.loads(shown.stdout) == {"min": FIRST, "max": FIRST + LEDGERS - 1}
+    wrong = tmp_path / "password"
+    wrong.write_text("not-the-password\n")
+    env["CHAINLOOM_DATABASE__CASSANDRA__PASSWORD_FILE"] = str(wrong)
+    refused = subprocess.run(
+        argv, env=env, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path
+    )
+    outputs += [refused.stdout, refused.stderr]
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "Traceback" not in refused.stderr
+    assert "the credentials of role 'chainloom' were refused" in refused.stderr
+
+
 def test_a_wrong_password_is_one_line_and_exit_2(
     secured_cassandra: PrivateStack, tmp_path: Path, outputs: list[str]
 ) -> None:
