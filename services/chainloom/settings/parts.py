@@ -112,7 +112,8 @@ class RedisSettings(Part):
     )
     tls: TlsSettings = Field(
         default_factory=TlsSettings,
-        description="TLS of a rediss:// URL (whom to trust, a client certificate).",
+        description="TLS of a rediss:// URL (whom to trust, a client certificate); unused "
+        "with redis://.",
     )
     connect_timeout: float = Field(
         default=5.0, gt=0, description="Seconds a TCP connection to Redis may take to open."
@@ -137,8 +138,6 @@ class RedisSettings(Part):
             raise ValueError("a password is given both in url and as password_file: keep one")
         if self.username is not None and parts.username:
             raise ValueError("a user is given both in url and as username: keep one")
-        if parts.scheme != "rediss" and self.tls != TlsSettings():
-            raise ValueError("tls is set but url is not rediss:// (TLS is chosen by the scheme)")
         return self
 
     @property

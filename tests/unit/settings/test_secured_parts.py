@@ -90,7 +90,6 @@ def test_redis_tls_and_credentials() -> None:
     [
         ({"url": "redis://u:pw@h:1/0", "password_file": "/p"}, "both in url and as password_file"),
         ({"url": "redis://u@h:1/0", "username": "v"}, "both in url and as username"),
-        ({"url": "redis://h:1/0", "tls": {"ca_file": "/ca.pem"}}, "url is not rediss://"),
     ],
 )
 def test_redis_refuses_two_sources(values: dict[str, object], problem: str) -> None:
