@@ -113,7 +113,7 @@ def work(*, chain: str, wallet_file: str, **options: Any) -> None:
     """Run one worker for {CHAIN + the wallet in WALLET_FILE} until SIGTERM or SIGINT."""
     from chainloom import extensions
     from chainloom.errors import UnavailableError
-    from chainloom.relayer.errors import RelayerError
+    from chainloom.relayer.errors import RelayerError, TablesRefusedError
     from chainloom.relayer.service import AdapterFactory, run_worker, worker_chain
     from chainloom.relayer.wallet import Wallet
     from chainloom.telemetry import configure_logging
@@ -148,8 +148,8 @@ def work(*, chain: str, wallet_file: str, **options: Any) -> None:
         )
     try:
         run_worker(settings, chain_id, wallet, adapters)
-    except UnavailableError:
-        raise  # Redis is down: the CLI's error boundary exits 4, naming the server
+    except (UnavailableError, TablesRefusedError):
+        raise  # the boundary exits 4 (Redis down) or 2 (it refused us), naming the server
     except RelayerError as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(1) from None

@@ -35,11 +35,14 @@ def _environment(stack: PrivateStack, **overrides: str | None) -> dict[str, str]
     return {f"CHAINLOOM_REDIS__{k}": v for k, v in values.items() if v is not None}
 
 
-def _queues(stack: PrivateStack, **overrides: str | None) -> subprocess.CompletedProcess[str]:
+def _queues(
+    stack: PrivateStack, *command: str, **overrides: str | None
+) -> subprocess.CompletedProcess[str]:
+    """``chainloom relayer queues --json`` (or ``relayer COMMAND``) against the TLS port."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_REDIS__")}
     env.update(_environment(stack, **overrides))
     return subprocess.run(
-        [sys.executable, "-m", "chainloom", "relayer", "queues", "--json"],
+        [sys.executable, "-m", "chainloom", "relayer", *(command or ("queues", "--json"))],
         env=env,
         capture_output=True,
         text=True,
@@ -95,6 +98,19 @@ def test_a_wrong_password_is_one_line_and_exit_2(
     )
     assert "not-the-password" not in line
     assert password not in line
+
+
+def test_a_worker_with_a_wrong_password_exits_2_before_work(
+    secured_redis: PrivateStack, tmp_path: Path
+) -> None:
+    wrong = tmp_path / "password"
+    wrong.write_text("not-the-password\n")
+    wallet = tmp_path / "wallet"
+    wallet.write_text("6c8f5a3e1b2d4c7a9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d\n")
+    work = ("work", "--chain", "4", "--wallet-file", str(wallet), "--stop-when-idle", "1")
+    _one_line_refusal(
+        _queues(secured_redis, *work, PASSWORD_FILE=str(wrong)), "the credentials were refused"
+    )
 
 
 def test_an_untrusted_server_certificate_is_one_line_and_exit_2(
