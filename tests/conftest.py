@@ -353,3 +353,26 @@ def spark() -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# Secured stores (private run directories: the shared stack is never reconfigured)
+
+
+@pytest.fixture(scope="session")
+def secured_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Redis serving TLS (the stack's test CA) with the ACL user ``chainloom``."""
+    from tests.secured_support import private_stack
+
+    with private_stack(tmp_path_factory.mktemp("secured-redis") / "run", "redis") as stack:
+        yield stack
+
+
+@pytest.fixture(scope="session")
+def secured_cassandra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Cassandra with PasswordAuthenticator and TLS-only clients (``cassandra-secured``)."""
+    from tests.secured_support import private_stack
+
+    run = tmp_path_factory.mktemp("secured-cassandra") / "run"
+    with private_stack(run, "cassandra-secured") as stack:
+        yield stack

@@ -21,12 +21,14 @@ from typing import Any
 from cassandra import DriverException
 from cassandra.cluster import NoHostAvailable, Session
 
+from chainloom.credentials import CredentialsError
 from chainloom.eventstore import bigtable as store
 from chainloom.eventstore.config import EventStoreSettings
 from chainloom.eventstore.errors import EventStoreError, StoreUnavailableError
 from chainloom.eventstore.service import locate
 from chainloom.ledger.cassandra_schema import TABLE_NAMES
 from chainloom.ledger.cassandra_session import connect, create_schema, endpoint
+from chainloom.ledger.errors import CassandraRefusedError
 from chainloom.settings import BigtableSettings, CassandraSettings
 from chainloom_operator._render.tables import (
     LiveKeyspace,
@@ -105,6 +107,10 @@ def _session(settings: CassandraSettings) -> Iterator[Session]:
     where = endpoint(settings)
     try:
         cluster, session = connect(settings)
+    except (CassandraRefusedError, CredentialsError) as error:
+        # Retried like an outage: a Secret mounted into the operator's pod may be rotated or
+        # appear later; the message says what to fix.
+        raise BackendUnavailableError(str(error)) from None
     except (NoHostAvailable, DriverException, OSError) as error:
         raise BackendUnavailableError(f"Cassandra at {where} unreachable: {error}") from None
     try:

@@ -19,13 +19,14 @@ QUEUE_TIMEOUT = 1.0
 def queue_depths(spec: RelayerPoolSpec) -> dict[str, int] | None:
     """Requests per relay table (summed over chains), or None when Redis cannot be read.
 
-    Only for a pool whose Redis URL is in the spec: a URL kept in a Secret is for the pods
-    alone (the operator never reads Secrets).
+    Only for a pool whose Redis URL is in the spec and needs no password or TLS file: Secrets
+    are for the pods alone (the operator never reads them).
     """
-    if spec.redis.url is None:
+    ref = spec.redis
+    if ref.url is None or ref.password_ref is not None or ref.tls is not None:
         return None
     client = redis.Redis.from_url(
-        spec.redis.url, socket_timeout=QUEUE_TIMEOUT, socket_connect_timeout=QUEUE_TIMEOUT
+        ref.url, socket_timeout=QUEUE_TIMEOUT, socket_connect_timeout=QUEUE_TIMEOUT
     )
     try:
         depths = RelayTables(client, spec.redis.key_prefix).depths()

@@ -34,6 +34,7 @@ from chainloom.relayer.config import (
 )
 from chainloom.settings import BigtableSettings, CassandraSettings, GuardianSetSettings
 from chainloom.settings.emitters import ChainId, EmitterSettings
+from chainloom.settings.parts import TlsSettings
 from chainloom_operator.spark_models import (
     Attempt,
     BatchScheduler,
@@ -95,8 +96,25 @@ __all__ = [  # the parts, re-exported: every model of the CRs is importable from
 # RelayerPool
 
 
+class RedisTlsRef(Spec):
+    """TLS to the relay tables' Redis (a ``rediss://`` URL): files mounted from Secrets."""
+
+    ca_ref: SecretKeyRef | None = Field(
+        default=None,
+        description="A Secret key holding the CA bundle (PEM) the server's certificate is "
+        "checked against; null: the system's roots.",
+    )
+    client_secret: ResourceName | None = Field(
+        default=None,
+        description="A kubernetes.io/tls Secret (tls.crt, tls.key): the client certificate, for "
+        "a server that asks for one.",
+    )
+    check_hostname: bool = reused(TlsSettings, "check_hostname")
+
+
 class RedisRef(Spec):
-    """The Redis of the relay tables: a URL without a password, or a Secret holding the URL."""
+    """The Redis of the relay tables: a URL without a password, or a Secret holding the URL;
+    an ACL user with its password in a Secret (mounted as a file); TLS files from Secrets."""
 
     url: str | None = Field(
         default=None,
@@ -108,6 +126,15 @@ class RedisRef(Spec):
         default=None, description="A Secret key holding the whole URL (passed as environment)."
     )
     key_prefix: str = reused(RelayRedisSettings, "key_prefix")
+    username: str | None = reused(RelayRedisSettings, "username")
+    password_ref: SecretKeyRef | None = Field(
+        default=None,
+        description="A Secret key holding the password of username (or of 'default'): mounted "
+        "into the pods as a file, never an environment variable.",
+    )
+    tls: RedisTlsRef | None = Field(
+        default=None, description="TLS files of a rediss:// URL; null: the system's roots."
+    )
 
     def cel_checks(self) -> list[str]:
         if (self.url is None) == (self.secret_ref is None):

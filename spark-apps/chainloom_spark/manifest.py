@@ -14,8 +14,10 @@ local stack's does).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from chainloom.settings import CassandraSettings
 from chainloom_spark.session import app_name, session_conf
 from chainloom_spark.settings import SparkJobSettings
 
@@ -26,19 +28,54 @@ KIND = "SparkApplication"
 """The resource kind."""
 
 
-def environment(settings: SparkJobSettings) -> dict[str, str]:
-    """The environment of driver and executors (``envVars``): the Bigtable location, then
-    ``kubernetes.env``.
+CASSANDRA_ENV_FIELDS = (
+    "replication_strategy",
+    "datacenter_replication",
+    "local_datacenter",
+    "username",
+    "password_file",
+    "tls",
+)
+"""Cassandra settings without a job flag that travel as variables when they differ from their
+defaults: names and paths only (the password stays in its file, mounted from a Secret with
+``secrets.files``)."""
 
-    Settings that have flags (the table) travel as arguments; project and instance as the
-    ``CHAINLOOM_BIGTABLE__...`` variables every chainloom process reads.
+
+def environment(settings: SparkJobSettings) -> dict[str, str]:
+    """The environment of driver and executors (``envVars``): the Bigtable location, the
+    Cassandra login and TLS, then ``kubernetes.env``.
+
+    Settings that have flags (the table, the keyspace) travel as arguments; the rest as the
+    ``CHAINLOOM_...`` variables every chainloom process reads.
     """
     env: dict[str, str] = {}
     if settings.bigtable.project:
         env["CHAINLOOM_BIGTABLE__PROJECT"] = settings.bigtable.project
     if settings.bigtable.instance:
         env["CHAINLOOM_BIGTABLE__INSTANCE"] = settings.bigtable.instance
+    if settings.database.type == "cassandra":
+        env.update(cassandra_environment(settings.database.cassandra))
     env.update(settings.kubernetes.env)
+    return env
+
+
+def cassandra_environment(cassandra: CassandraSettings) -> dict[str, str]:
+    """``CHAINLOOM_DATABASE__CASSANDRA__...`` for the fields of :data:`CASSANDRA_ENV_FIELDS`
+    that are set (sections and maps as JSON, as the settings loader reads them)."""
+    env: dict[str, str] = {}
+    defaults = CassandraSettings()
+    for field in CASSANDRA_ENV_FIELDS:
+        value = getattr(cassandra, field)
+        if value == getattr(defaults, field):
+            continue
+        name = f"CHAINLOOM_DATABASE__CASSANDRA__{field.upper()}"
+        if isinstance(value, str):
+            env[name] = value
+        else:
+            dumped = (
+                value.model_dump(exclude_defaults=True) if hasattr(value, "model_dump") else value
+            )
+            env[name] = json.dumps(dumped, sort_keys=True)
     return env
 
 

@@ -113,3 +113,20 @@ def test_the_schema_refuses_bad_metrics_values(value: str) -> None:
     result = _helm("template", "demo", str(CHART), "--set", value)
     assert result.returncode != 0
     assert "values don't meet the specifications of the schema" in result.stderr
+
+
+def test_secret_mounts_give_the_operator_files_of_secrets() -> None:
+    documents = _render(
+        "operator.secretMounts[0].secret=cassandra-etl",
+        "operator.secretMounts[0].mountPath=/var/run/secrets/cassandra",
+    )
+    deployment = next(doc for doc in documents if doc["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    volume = {"name": "secret-0", "secret": {"secretName": "cassandra-etl", "defaultMode": 0o440}}
+    assert volume in pod["volumes"]
+    assert {"name": "secret-0", "mountPath": "/var/run/secrets/cassandra", "readOnly": True} in (
+        pod["containers"][0]["volumeMounts"]
+    )
+    refused = _helm("template", "demo", str(CHART), "--set", "operator.secretMounts[0].secret=x")
+    assert refused.returncode != 0
+    assert "mountPath" in refused.stderr

@@ -22,6 +22,7 @@ from chainloom_dev.stack._model import CleansUp, Component, Progress, Running, S
 from chainloom_dev.stack._paths import run_dir
 from chainloom_dev.stack.components.bigtable import BigtableEmulator
 from chainloom_dev.stack.components.cassandra import Cassandra
+from chainloom_dev.stack.components.cassandra_secured import CassandraSecured
 from chainloom_dev.stack.components.dns import ClusterDns
 from chainloom_dev.stack.components.evm import CHAINS as EVM_CHAINS
 from chainloom_dev.stack.components.evm import Geth, Solc
@@ -46,6 +47,7 @@ _COMPONENTS: tuple[Component, ...] = (
     Redis(),
     BigtableEmulator(),
     Cassandra(),
+    CassandraSecured(),  # in no group: started only when asked for (the secured-store tests)
     OtelCollector(),
     Kubectl(),
     Helm(),
@@ -294,6 +296,7 @@ def down(names: Iterable[str] | None = None) -> list[str]:
             for leftover in (
                 "redis",
                 "cassandra",
+                "cassandra-secured",
                 "etcd",
                 "kwok",
                 "node",

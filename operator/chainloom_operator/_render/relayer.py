@@ -4,10 +4,12 @@
 The ConfigMap's ``relayer.yaml`` is a :class:`~chainloom.relayer.config.RelayerSettings` built
 from the spec and dumped by the model, so the pods load exactly the settings the operator
 validated (``chainloom relayer listen|work --config``). Secrets never enter it: a Redis URL
-from a Secret reaches the pods as ``CHAINLOOM_REDIS__URL`` (``secretKeyRef``), and each wallet
-key is a file of a Secret volume mounted into its one worker only (``--wallet-file``), never an
-environment variable. One worker Deployment per wallet, one replica, ``Recreate``: two workers
-never hold the same wallet, not even during a rollout.
+from a Secret reaches the pods as ``CHAINLOOM_REDIS__URL`` (``secretKeyRef``), the Redis password
+and TLS files are files of one projected Secret volume (the ConfigMap names their paths), and
+each wallet key is a file of a Secret volume mounted into its one worker only
+(``--wallet-file``): never a password in an environment variable. One worker Deployment per
+wallet, one replica, ``Recreate``: two workers never hold the same wallet, not even during a
+rollout.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ WALLET_DIR = "/var/run/chainloom/wallet"
 """Where a worker's wallet Secret is mounted."""
 WALLET_FILE = f"{WALLET_DIR}/key"
 """The wallet key file a worker reads (``--wallet-file``)."""
+REDIS_DIR = "/var/run/chainloom/redis"
+"""Where the Redis password and TLS files are mounted (one projected volume of Secrets)."""
 LISTENER = "relayer-listener"
 WORKER = "relayer-worker"
 CONFIG = "relayer-config"
@@ -58,11 +62,34 @@ def worker_name(owner: Owner, chain: int, wallet: WalletSpec) -> str:
     return f"{owner.name}-worker-{chain_name(chain)}-{wallet.name}"
 
 
+def redis_files(spec: RelayerPoolSpec) -> dict[str, str]:
+    """The Redis settings that name mounted files (``password_file``, ``tls.*``), by field."""
+    ref = spec.redis
+    files: dict[str, str] = {}
+    if ref.password_ref is not None:
+        files["password_file"] = f"{REDIS_DIR}/password"
+    if ref.tls is not None and ref.tls.ca_ref is not None:
+        files["ca_file"] = f"{REDIS_DIR}/ca.crt"
+    if ref.tls is not None and ref.tls.client_secret is not None:
+        files["cert_file"] = f"{REDIS_DIR}/tls.crt"
+        files["key_file"] = f"{REDIS_DIR}/tls.key"
+    return files
+
+
 def relayer_settings(spec: RelayerPoolSpec) -> RelayerSettings:
-    """The settings every pod of the pool loads (the Redis URL of a Secret is left out)."""
+    """The settings every pod of the pool loads (the Redis URL of a Secret is left out; the
+    password and TLS files are paths of the pods' Secret volume)."""
     redis: dict[str, Any] = {"key_prefix": spec.redis.key_prefix}
     if spec.redis.url is not None:
         redis["url"] = spec.redis.url
+    if spec.redis.username is not None:
+        redis["username"] = spec.redis.username
+    files = redis_files(spec)
+    if "password_file" in files:
+        redis["password_file"] = files["password_file"]
+    if spec.redis.tls is not None:
+        tls_files = {k: v for k, v in files.items() if k != "password_file"}
+        redis["tls"] = {"check_hostname": spec.redis.tls.check_hostname, **tls_files}
     listener = spec.listener
     return RelayerSettings.model_validate(
         {
@@ -137,6 +164,36 @@ def _config_mount() -> dict[str, Any]:
     return {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}
 
 
+def _redis_volume(spec: RelayerPoolSpec) -> dict[str, Any] | None:
+    """The password and TLS files of Redis, from their Secrets (None when there are none)."""
+    ref = spec.redis
+    sources: list[dict[str, Any]] = []
+    if ref.password_ref is not None:
+        items = [{"key": ref.password_ref.key, "path": "password"}]
+        sources.append({"secret": {"name": ref.password_ref.name, "items": items}})
+    if ref.tls is not None and ref.tls.ca_ref is not None:
+        items = [{"key": ref.tls.ca_ref.key, "path": "ca.crt"}]
+        sources.append({"secret": {"name": ref.tls.ca_ref.name, "items": items}})
+    if ref.tls is not None and ref.tls.client_secret is not None:
+        items = [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]
+        sources.append({"secret": {"name": ref.tls.client_secret, "items": items}})
+    if not sources:
+        return None
+    return {"name": "redis", "projected": {"sources": sources, "defaultMode": 0o440}}
+
+
+def _volumes_and_mounts(
+    owner: Owner, spec: RelayerPoolSpec
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The ConfigMap, and the Redis Secrets when the pool has any."""
+    volumes, mounts = [_config_volume(owner)], [_config_mount()]
+    redis = _redis_volume(spec)
+    if redis is not None:
+        volumes.append(redis)
+        mounts.append({"name": "redis", "mountPath": REDIS_DIR, "readOnly": True})
+    return volumes, mounts
+
+
 def _deployment(
     owner: Owner,
     name: str,
@@ -190,6 +247,7 @@ def listener_deployment(
     rest = spec.listener.rest
     telemetry = telemetry_environment(otlp_endpoint, "chainloom-relayer-listener", owner)
     pod_labels = labels(owner, LISTENER)
+    volumes, mounts = _volumes_and_mounts(owner, spec)
     container: dict[str, Any] = {
         "name": "listener",
         "image": spec.image,
@@ -197,7 +255,7 @@ def listener_deployment(
         "command": ["chainloom"],
         "args": ["relayer", "listen", "--config", CONFIG_FILE],
         "env": _environment(spec, telemetry),
-        "volumeMounts": [_config_mount()],
+        "volumeMounts": mounts,
         "securityContext": container_security(),
         "resources": resources(spec.listener.resources.cpu, spec.listener.resources.memory),
     }
@@ -213,7 +271,7 @@ def listener_deployment(
     }
     return _deployment(owner, listener_name(owner), pod_labels=pod_labels, selector=selector,
                        replicas=spec.listener.replicas, container=container,
-                       volumes=[_config_volume(owner)], config_hash=config_hash,
+                       volumes=volumes, config_hash=config_hash,
                        where=spec.placement)  # fmt: skip
 
 
@@ -249,6 +307,7 @@ def worker_deployment(
         WORKER,
         **{"chainloom.io/chain": str(chain.chain), "chainloom.io/wallet": wallet.name},
     )
+    volumes, mounts = _volumes_and_mounts(owner, spec)
     container = {
         "name": "worker",
         "image": spec.image,
@@ -257,7 +316,7 @@ def worker_deployment(
         "args": ["relayer", "work", "--chain", str(chain.chain), "--wallet-file", WALLET_FILE,
                  "--config", CONFIG_FILE],
         "env": _environment(spec, telemetry),
-        "volumeMounts": [_config_mount(),
+        "volumeMounts": [*mounts,
                          {"name": "wallet", "mountPath": WALLET_DIR, "readOnly": True}],
         "securityContext": container_security(),
         "resources": resources(spec.worker_resources.cpu, spec.worker_resources.memory),
@@ -277,7 +336,7 @@ def worker_deployment(
     }  # fmt: skip
     return _deployment(owner, worker_name(owner, chain.chain, wallet), pod_labels=pod_labels,
                        selector=selector, replicas=1, container=container,
-                       volumes=[_config_volume(owner), wallet_volume], config_hash=config_hash,
+                       volumes=[*volumes, wallet_volume], config_hash=config_hash,
                        where=spec.placement, strategy={"type": "Recreate"},
                        min_ready_seconds=WORKER_MIN_READY_SECONDS)  # fmt: skip
 
@@ -331,6 +390,15 @@ def secret_references(spec: RelayerPoolSpec) -> list[tuple[str, str, str]]:
     found = []
     if spec.redis.secret_ref is not None:
         found.append((spec.redis.secret_ref.name, spec.redis.secret_ref.key, "Redis URL"))
+    if spec.redis.password_ref is not None:
+        ref = spec.redis.password_ref
+        found.append((ref.name, ref.key, "Redis password"))
+    tls = spec.redis.tls
+    if tls is not None and tls.ca_ref is not None:
+        found.append((tls.ca_ref.name, tls.ca_ref.key, "Redis CA bundle"))
+    if tls is not None and tls.client_secret is not None:
+        for key in ("tls.crt", "tls.key"):
+            found.append((tls.client_secret, key, "Redis client certificate"))
     for chain in spec.chains:
         for wallet in chain.wallets:
             purpose = f"wallet {wallet.name} of chain {chain_name(chain.chain)}"

@@ -63,15 +63,34 @@ def cassandra_drift(
         for table in sorted(live.tables - set(expected))
         if table.startswith(settings.table_prefix)
     )
-    factor = live.replication.get("replication_factor")
-    if factor is not None and factor != str(settings.replication_factor):
-        drift.append(
+    drift.extend(replication_drift(settings, live.replication))
+    return tuple(drift)
+
+
+def replication_drift(settings: CassandraSettings, live: Mapping[str, str]) -> tuple[Drift, ...]:
+    """How a keyspace's live replication differs from the settings' strategy and factors
+    (``system_schema`` names the class in full: ``org.apache.cassandra.locator.X``)."""
+    keyspace = settings.keyspace
+    expected = settings.replication()
+    live_class = live.get("class", "").rsplit(".", 1)[-1]
+    if live_class and live_class != expected["class"]:
+        return (
             Drift(
                 table=keyspace,
-                item="replication_factor",
+                item="class",
                 problem="replication",
-                expected=str(settings.replication_factor),
-                actual=factor,
-            )
+                expected=expected["class"],
+                actual=live_class,
+            ),
         )
-    return tuple(drift)
+    return tuple(
+        Drift(
+            table=keyspace,
+            item=key,
+            problem="replication",
+            expected=value,
+            actual=live.get(key),
+        )
+        for key, value in expected.items()
+        if key != "class" and live.get(key) != value and (live_class or key in live)
+    )

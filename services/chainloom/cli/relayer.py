@@ -39,7 +39,7 @@ def _settings(config_path: str | None, flags: dict[str, Any]) -> RelayerSettings
 
 def _tables(options: dict[str, Any]) -> RelayTables:
     """The tables of the settings given by ``--config``/``--redis-url``/``--prefix``."""
-    from chainloom.relayer.errors import RelayerError, TablesUnavailableError
+    from chainloom.relayer.errors import RelayerError, TablesRefusedError, TablesUnavailableError
     from chainloom.relayer.service import open_tables
 
     settings = _settings(
@@ -48,8 +48,8 @@ def _tables(options: dict[str, Any]) -> RelayTables:
     )
     try:
         return open_tables(settings)
-    except TablesUnavailableError:
-        raise  # Redis is down: the CLI's error boundary exits 4, naming the server
+    except (TablesUnavailableError, TablesRefusedError):
+        raise  # the boundary exits 4 (Redis down) or 2 (it refused us), naming the server
     except RelayerError as error:
         fail(f"--redis-url: {error}")
 
@@ -113,7 +113,7 @@ def work(*, chain: str, wallet_file: str, **options: Any) -> None:
     """Run one worker for {CHAIN + the wallet in WALLET_FILE} until SIGTERM or SIGINT."""
     from chainloom import extensions
     from chainloom.errors import UnavailableError
-    from chainloom.relayer.errors import RelayerError
+    from chainloom.relayer.errors import RelayerError, TablesRefusedError
     from chainloom.relayer.service import AdapterFactory, run_worker, worker_chain
     from chainloom.relayer.wallet import Wallet
     from chainloom.telemetry import configure_logging
@@ -148,8 +148,8 @@ def work(*, chain: str, wallet_file: str, **options: Any) -> None:
         )
     try:
         run_worker(settings, chain_id, wallet, adapters)
-    except UnavailableError:
-        raise  # Redis is down: the CLI's error boundary exits 4, naming the server
+    except (UnavailableError, TablesRefusedError):
+        raise  # the boundary exits 4 (Redis down) or 2 (it refused us), naming the server
     except RelayerError as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(1) from None

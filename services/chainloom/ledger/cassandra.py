@@ -33,10 +33,11 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, NoHostAvailable
 from cassandra.query import BatchStatement, BatchType
 
 from chainloom.backoff import Backoff
+from chainloom.credentials import CredentialsError
 from chainloom.ledger.backend import BackendInterface, HistoryKind, range_from_rows
 from chainloom.ledger.cassandra_schema import queries
 from chainloom.ledger.cassandra_session import connect, consistency_of, create_schema, endpoint
-from chainloom.ledger.errors import BackendError, LedgerConfigError
+from chainloom.ledger.errors import BackendError, CassandraRefusedError, LedgerConfigError
 from chainloom.ledger.types import (
     NFT,
     AccountTransactionsData,
@@ -195,6 +196,8 @@ class CassandraBackend(BackendInterface):
         where = f"Cassandra keyspace {config.keyspace} at {endpoint(config)}"
         try:
             self._cluster, self._session = connect(config)
+        except (CassandraRefusedError, CredentialsError):
+            raise  # a setting to fix, named by the error itself
         except Exception as error:
             raise BackendError(f"cannot open {where}: {error}") from error
         try:

@@ -8,6 +8,8 @@ driver, no connection (those are :mod:`chainloom.ledger.cassandra_session`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 TABLE_NAMES = (
     "objects",
     "transactions",
@@ -26,13 +28,19 @@ TABLE_NAMES = (
 """The 13 tables of Clio's ``Schema.hpp``, in its order."""
 
 
-def schema_statements(keyspace: str, replication_factor: int, prefix: str = "") -> list[str]:
-    """``CREATE KEYSPACE`` and the 13 ``CREATE TABLE`` statements of Clio's ``Schema.hpp``."""
+def replication_map(replication: Mapping[str, str]) -> str:
+    """A keyspace's ``replication`` as a CQL map literal (names and values are checked by the
+    settings: letters, digits, ``_ . -``)."""
+    return "{" + ", ".join(f"'{key}': '{value}'" for key, value in replication.items()) + "}"
+
+
+def schema_statements(keyspace: str, replication: Mapping[str, str], prefix: str = "") -> list[str]:
+    """``CREATE KEYSPACE`` and the 13 ``CREATE TABLE`` statements of Clio's ``Schema.hpp``;
+    ``replication`` is the keyspace's map (``{'class': 'SimpleStrategy', ...}``)."""
     t = f"{keyspace}.{prefix}"
     return [
         f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = "
-        f"{{'class': 'SimpleStrategy', 'replication_factor': '{replication_factor}'}} "
-        "AND durable_writes = true",
+        f"{replication_map(replication)} AND durable_writes = true",
         f"CREATE TABLE IF NOT EXISTS {t}objects (key blob, sequence bigint, object blob, "
         "PRIMARY KEY (key, sequence)) WITH CLUSTERING ORDER BY (sequence DESC)",
         f"CREATE TABLE IF NOT EXISTS {t}transactions (hash blob PRIMARY KEY, "

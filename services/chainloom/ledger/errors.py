@@ -6,8 +6,9 @@ needs to act on: the configuration key, the ledger sequence, the object key::
 
     LedgerError
     ├── LedgerConfigError        bad or unknown configuration (database.type, a key, a value)
-    │   └── DatabaseFileError    the SQLite file cannot be used (a directory, unreadable, not
-    │                            a database)
+    │   ├── DatabaseFileError    the SQLite file cannot be used (a directory, unreadable, not
+    │   │                        a database)
+    │   └── CassandraRefusedError  Cassandra answered but refused us (credentials, TLS)
     ├── LedgerInputError         a value handed to the backend is malformed (key length, blob size)
     │   └── LedgerHeaderError    a ledger header that does not parse or whose hash does not match
     ├── SuccessorError           a state diff the successor list cannot apply (deleting a
@@ -37,6 +38,15 @@ class DatabaseFileError(LedgerConfigError):
 
     A configuration error (exit 2), not an outage: the path given is wrong, and retrying will
     not help. A locked or busy database stays a :class:`BackendError`.
+    """
+
+
+class CassandraRefusedError(LedgerConfigError):
+    """Cassandra answered but refused the connection: the credentials, a certificate, or a
+    handshake in the wrong protocol (plain text to a TLS port, or the other way round).
+
+    A configuration error (exit 2), not an outage: retrying with the same settings cannot help.
+    The message names the cluster and the cause, never a password.
     """
 
 

@@ -12,6 +12,7 @@ caller catch "anything the relayer refused" in one place and still tell them apa
         ├── WalletError               a wallet file is missing, unreadable or not a key
         ├── TableError                the Redis tables refused an operation
         │   ├── TablesUnavailableError  Redis cannot be reached or failed (names address and cause)
+        │   ├── TablesRefusedError    Redis answered but refused us (credentials, TLS)
         │   └── LeaseLostError        this worker no longer holds its lease: stop, do not submit
         └── AdapterError              a chain adapter failed
             ├── SubmitError           a submission was refused or failed (retried with backoff)
@@ -55,6 +56,15 @@ class TablesUnavailableError(TableError, UnavailableError):
     callers (the listener, the workers) never import ``redis`` to tell an outage from a refusal.
     The message names the server's address and the cause. Also an
     :class:`~chainloom.errors.UnavailableError`, so the CLI exits 4 on it.
+    """
+
+
+class TablesRefusedError(TableError):
+    """Redis answered but refused us: the credentials, its certificate, or a handshake in the
+    wrong protocol (plain text to a TLS port, or the other way round).
+
+    A configuration error (CLI exit 2), not an outage: the same settings will be refused again.
+    The message names the server and the cause, never a password.
     """
 
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 
 from chainloom import telemetry
-from chainloom.relayer.errors import TablesUnavailableError
+from chainloom.relayer.errors import TablesRefusedError, TablesUnavailableError
 from chainloom.relayer.model import RelayRequest
 from chainloom.relayer.validation import Accepted, Rule, RuleCounters, Validator
 
@@ -141,7 +141,7 @@ class Intake:
         ) as span:
             try:
                 result = self._decide(data)
-            except TablesUnavailableError as error:
+            except (TablesUnavailableError, TablesRefusedError) as error:
                 result = IntakeResult(Outcome.UNAVAILABLE, reason=f"redis unavailable: {error}")
             self.counters.record(source, result.outcome)
             if span.is_recording():

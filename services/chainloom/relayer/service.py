@@ -21,6 +21,7 @@ import redis
 
 from chainloom import telemetry
 from chainloom.publicrpc import EndpointConfigError, PublicRpcClient
+from chainloom.redis_client import redis_client as open_redis
 from chainloom.relayer.adapters import ChainAdapter
 from chainloom.relayer.config import RelayerSettings
 from chainloom.relayer.errors import ConfigError
@@ -48,9 +49,10 @@ AdapterFactory = Callable[[redis.Redis, int], ChainAdapter]
 
 
 def redis_client(settings: RelayerSettings) -> redis.Redis:
-    """A client for the configured Redis (no connection is made yet)."""
+    """A client for the configured Redis (no connection is made yet); its password and TLS
+    files are read now (CredentialsError naming the setting when one cannot be used)."""
     try:
-        return redis.Redis.from_url(settings.redis.url.get_secret_value())
+        return open_redis(settings.redis)
     except ValueError as error:
         raise ConfigError(f"redis.url {settings.redis.redacted_url}: {error}") from None
 

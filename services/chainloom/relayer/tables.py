@@ -43,9 +43,15 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 import orjson
 import redis
 
+from chainloom.redis_client import first_contact_refusal, refusal
 from chainloom.relayer._redis import sync
 from chainloom.relayer._redis import text as _text
-from chainloom.relayer.errors import LeaseLostError, TableError, TablesUnavailableError
+from chainloom.relayer.errors import (
+    LeaseLostError,
+    TableError,
+    TablesRefusedError,
+    TablesUnavailableError,
+)
 from chainloom.relayer.model import (
     Outcome,
     RelayRequest,
@@ -116,15 +122,22 @@ def server_address(client: redis.Redis) -> str:
 def _translating_redis_errors(
     method: Callable[Concatenate[RelayTables, _P], _R],
 ) -> Callable[Concatenate[RelayTables, _P], _R]:
-    """Raise :class:`TablesUnavailableError` (address and cause) for any error of Redis."""
+    """Raise :class:`TablesRefusedError` when Redis refused us (credentials, TLS) and
+    :class:`TablesUnavailableError` (address and cause) for any other error of Redis."""
 
     @functools.wraps(method)
     def translated(tables: RelayTables, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(tables, *args, **kwargs)
         except redis.RedisError as error:
-            cause = str(error) or type(error).__name__
-            raise TablesUnavailableError(f"Redis at {tables.address} failed: {cause}") from error
+            refused = refusal(error)
+            if refused is None:
+                cause = str(error) or type(error).__name__
+                raise TablesUnavailableError(
+                    f"Redis at {tables.address} failed: {cause}"
+                ) from error
+        # Raised outside the handler, so the refusal is not taken for the client's outage.
+        raise TablesRefusedError(f"Redis at {tables.address} refused the connection: {refused}")
 
     return translated
 
@@ -158,6 +171,8 @@ class RelayTables:
         self.completed_retention = completed_retention
         self.address = server_address(client)
         """Where the client connects, for messages (``host:port/db``; no password)."""
+        self.tls = issubclass(client.connection_pool.connection_class, redis.SSLConnection)
+        """Whether the client speaks TLS to Redis (a ``rediss://`` URL)."""
         self._p = "{" + prefix + "}"
         self._scripts: dict[str, Script] = {
             name: client.register_script(_load(name))
@@ -194,10 +209,19 @@ class RelayTables:
             return "F"
         raise TableError(f"{table.value} has no location code")
 
-    @_translating_redis_errors
     def ping(self) -> None:
-        """Check that Redis answers (raises :class:`TablesUnavailableError` when it does not)."""
-        self.client.ping()
+        """Check that Redis answers: :class:`TablesRefusedError` when it refused us (the
+        credentials, a certificate, a handshake in the wrong protocol),
+        :class:`TablesUnavailableError` when it does not answer."""
+        try:
+            self.client.ping()
+            return
+        except redis.RedisError as error:
+            refused = first_contact_refusal(error, self.tls)
+            if refused is None:
+                cause = str(error) or type(error).__name__
+                raise TablesUnavailableError(f"Redis at {self.address} failed: {cause}") from error
+        raise TablesRefusedError(f"Redis at {self.address} refused the connection: {refused}")
 
     # enqueue / locate / read ----------------------------------------------------------------
     @staticmethod

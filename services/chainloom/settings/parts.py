@@ -10,8 +10,10 @@ CRDs. The models are frozen and refuse unknown keys.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -38,6 +40,49 @@ class Part(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class TlsSettings(Part):
+    """Client TLS to a store: which certificate authorities to trust, and an optional client
+    certificate. Paths, never the keys or certificates themselves (mount them from a Secret)."""
+
+    ca_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="PEM file of the certificate authorities that sign the server's "
+        "certificate; null: the system's trusted roots.",
+    )
+    cert_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="PEM file of a client certificate, for servers that ask for one (mutual "
+        "TLS); null: none.",
+    )
+    key_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="PEM file of the client certificate's private key; null: the key is in "
+        "cert_file.",
+    )
+    check_hostname: bool = Field(
+        default=True,
+        description="Check that the server's certificate names the host connected to (turn "
+        "off only for a test server).",
+    )
+
+    @model_validator(mode="after")
+    def _key_needs_certificate(self) -> TlsSettings:
+        if self.key_file is not None and self.cert_file is None:
+            raise ValueError("key_file is given without cert_file")
+        return self
+
+
+class CassandraTlsSettings(TlsSettings):
+    """Client encryption to Cassandra (the server's ``client_encryption_options``)."""
+
+    enabled: bool = Field(
+        default=False, description="Connect with TLS (the server's client encryption on)."
+    )
+
+
 class RedisSettings(Part):
     """A Redis database and the key prefix of the tables kept in it."""
 
@@ -53,11 +98,52 @@ class RedisSettings(Part):
         "version their keys give their own default).",
     )
 
+    username: str | None = Field(
+        default=None,
+        min_length=1,
+        description="ACL user to log in as (Redis 6+); null: the user named in the URL, else "
+        "'default'.",
+    )
+    password_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="File holding the password (e.g. a mounted Secret; one trailing newline is "
+        "ignored), read when connecting; null: the password in the URL, if any.",
+    )
+    tls: TlsSettings = Field(
+        default_factory=TlsSettings,
+        description="TLS of a rediss:// URL (whom to trust, a client certificate); unused "
+        "with redis://.",
+    )
+    connect_timeout: float = Field(
+        default=5.0, gt=0, description="Seconds a TCP connection to Redis may take to open."
+    )
+    timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds a reply (and a TLS handshake) may take; past it Redis counts as "
+        "unavailable.",
+    )
+
     @field_validator("url")
     @classmethod
     def _usable_url(cls, url: SecretStr) -> SecretStr:
         check_redis_url(url.get_secret_value())
         return url
+
+    @model_validator(mode="after")
+    def _one_source_per_credential(self) -> RedisSettings:
+        parts = urlsplit(self.url.get_secret_value())
+        if self.password_file is not None and parts.password:
+            raise ValueError("a password is given both in url and as password_file: keep one")
+        if self.username is not None and parts.username:
+            raise ValueError("a user is given both in url and as username: keep one")
+        return self
+
+    @property
+    def uses_tls(self) -> bool:
+        """Whether the URL asks for TLS (``rediss://``)."""
+        return urlsplit(self.url.get_secret_value()).scheme == "rediss"
 
     @field_serializer("url")
     def _show_url(self, url: SecretStr, info: SerializationInfo) -> str:
@@ -119,6 +205,9 @@ ConsistencyLevel = Literal[
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]*$")]
 
+DATACENTER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+"""What a datacenter name may hold (it is written into CQL as a quoted string)."""
+
 
 class CassandraSettings(Part):
     """A Cassandra cluster and how to write to it (Clio's ``database.cassandra``)."""
@@ -134,6 +223,37 @@ class CassandraSettings(Part):
     )
     replication_factor: int = Field(
         default=3, ge=1, description="SimpleStrategy replication factor if the keyspace is created."
+    )
+    replication_strategy: Literal["SimpleStrategy", "NetworkTopologyStrategy"] = Field(
+        default="SimpleStrategy",
+        description="Replication of a keyspace created here: SimpleStrategy with "
+        "replication_factor, or NetworkTopologyStrategy with datacenter_replication.",
+    )
+    datacenter_replication: dict[str, int] = Field(
+        default_factory=dict,
+        description="Replicas per datacenter ({dc1: 3, dc2: 3}) of a NetworkTopologyStrategy "
+        "keyspace; the names are the cluster's datacenters (nodetool status).",
+    )
+    local_datacenter: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The datacenter this client is in: requests go to its nodes first "
+        "(DC-aware load balancing, token-aware inside it); null: every node alike.",
+    )
+    username: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Role to log in as (PasswordAuthenticator); null: no authentication.",
+    )
+    password_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="File holding the role's password (e.g. a mounted Secret; one trailing "
+        "newline is ignored), read when connecting; required with username.",
+    )
+    tls: CassandraTlsSettings = Field(
+        default_factory=CassandraTlsSettings,
+        description="Client encryption (TLS) to the cluster.",
     )
     consistency: ConsistencyLevel = Field(
         default="QUORUM",
@@ -164,6 +284,43 @@ class CassandraSettings(Part):
         if isinstance(data, dict) and isinstance(data.get("consistency"), str):
             return {**data, "consistency": data["consistency"].upper()}
         return data
+
+    @field_validator("datacenter_replication")
+    @classmethod
+    def _positive_factors(cls, factors: dict[str, int]) -> dict[str, int]:
+        for name, factor in factors.items():
+            if not DATACENTER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a datacenter name (letters, digits, _ . -)")
+            if factor < 1:
+                raise ValueError(f"{name}: {factor} replicas (at least 1)")
+        return factors
+
+    @model_validator(mode="after")
+    def _consistent_security_and_replication(self) -> CassandraSettings:
+        if (self.username is None) != (self.password_file is None):
+            raise ValueError("username and password_file go together: give both or neither")
+        if self.replication_strategy == "NetworkTopologyStrategy":
+            if not self.datacenter_replication:
+                raise ValueError(
+                    "NetworkTopologyStrategy needs datacenter_replication ({dc: replicas})"
+                )
+        elif self.datacenter_replication:
+            raise ValueError(
+                "datacenter_replication is for NetworkTopologyStrategy "
+                "(set replication_strategy, or use replication_factor)"
+            )
+        if not self.tls.enabled and self.tls != CassandraTlsSettings():
+            raise ValueError("tls settings are given but tls.enabled is false")
+        return self
+
+    def replication(self) -> dict[str, str]:
+        """The keyspace's ``replication`` map, as CQL takes it and ``system_schema`` shows it."""
+        if self.replication_strategy == "NetworkTopologyStrategy":
+            return {
+                "class": "NetworkTopologyStrategy",
+                **{dc: str(factor) for dc, factor in sorted(self.datacenter_replication.items())},
+            }
+        return {"class": "SimpleStrategy", "replication_factor": str(self.replication_factor)}
 
 
 class BackoffSettings(Part):

@@ -121,6 +121,52 @@ def test_redis_url_from_a_secret_is_environment_from_the_secret() -> None:
     )
 
 
+def test_redis_password_and_tls_are_files_of_secrets(tmp_path: Path) -> None:
+    redis = {
+        "url": "rediss://redis.databases.svc:6380/0",
+        "username": "relayer",
+        "password_ref": {"name": "redis-login", "key": "password"},
+        "tls": {"ca_ref": {"name": "redis-ca", "key": "ca.crt"}, "client_secret": "relayer-tls"},
+    }
+    spec = _sample() | {"redis": redis}
+    children = _render(spec)
+    path = tmp_path / "relayer.yaml"
+    path.write_text(children[("ConfigMap", "mainnet-relayer")]["data"]["relayer.yaml"])
+    settings = load_settings(RelayerSettings, config_file=path).redis
+    assert settings.uses_tls
+    assert settings.username == "relayer"
+    assert settings.password_file == "/var/run/chainloom/redis/password"
+    assert (settings.tls.ca_file, settings.tls.cert_file, settings.tls.key_file) == (
+        "/var/run/chainloom/redis/ca.crt",
+        "/var/run/chainloom/redis/tls.crt",
+        "/var/run/chainloom/redis/tls.key",
+    )
+    assert settings.tls.check_hostname
+    for name in ("mainnet-listener", "mainnet-worker-ethereum-hot-1"):
+        pod = children[("Deployment", name)]["spec"]["template"]["spec"]
+        (volume,) = [v for v in pod["volumes"] if v["name"] == "redis"]
+        sources = [(s["secret"]["name"], [i["key"] for i in s["secret"]["items"]])
+                   for s in volume["projected"]["sources"]]  # fmt: skip
+        assert sources == [("redis-login", ["password"]), ("redis-ca", ["ca.crt"]),
+                           ("relayer-tls", ["tls.crt", "tls.key"])]  # fmt: skip
+        container = pod["containers"][0]
+        assert {"name": "redis", "mountPath": "/var/run/chainloom/redis", "readOnly": True} in (
+            container["volumeMounts"]
+        )
+        assert not [e for e in container["env"] if "PASSWORD" in e["name"]]
+    assert secret_references(RelayerPoolSpec.model_validate(spec))[:4] == [
+        ("redis-login", "password", "Redis password"),
+        ("redis-ca", "ca.crt", "Redis CA bundle"),
+        ("relayer-tls", "tls.crt", "Redis client certificate"),
+        ("relayer-tls", "tls.key", "Redis client certificate"),
+    ]
+
+
+def test_a_pool_without_redis_secrets_mounts_none() -> None:
+    pod = _render(_sample())[("Deployment", "mainnet-listener")]["spec"]["template"]["spec"]
+    assert [v["name"] for v in pod["volumes"]] == ["config"]
+
+
 def test_a_spec_change_rolls_the_pods_and_prunes_removed_wallets() -> None:
     before = render_relayer_pool(OWNER, RelayerPoolSpec.model_validate(_sample()))
     changed = copy.deepcopy(_sample())

@@ -81,3 +81,32 @@ def test_the_driver_gets_a_service_account_allowed_to_run_its_executors():
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "chainloom-spark", "namespace": "data"}
     ]
+
+
+def test_a_secured_cassandra_travels_as_names_and_paths(monkeypatch):
+    from chainloom.ledger.config import LedgerSettings
+    from chainloom.settings import CassandraSettings, load_settings
+    from chainloom.settings.parts import CassandraTlsSettings
+
+    cassandra = CassandraSettings(
+        keyspace="ledger",
+        replication_strategy="NetworkTopologyStrategy",
+        datacenter_replication={"dc1": 3},
+        local_datacenter="dc1",
+        username="etl",
+        password_file="/var/run/secrets/cassandra/password",
+        tls=CassandraTlsSettings(enabled=True, ca_file="/var/run/secrets/cassandra/ca.crt"),
+    )
+    settings = SparkJobSettings.model_validate(
+        {"database": {"type": "cassandra", "cassandra": cassandra}}
+    )
+    env = render_application("ledger-load", ["--input", "x"], settings)["spec"]["driver"]["envVars"]
+    assert env["CHAINLOOM_DATABASE__CASSANDRA__USERNAME"] == "etl"
+    assert env["CHAINLOOM_DATABASE__CASSANDRA__PASSWORD_FILE"].endswith("/password")
+    assert "CHAINLOOM_DATABASE__CASSANDRA__KEYSPACE" not in env  # a flag of the job
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    loaded = load_settings(LedgerSettings).database.cassandra
+    for field in ("replication_strategy", "datacenter_replication", "local_datacenter",
+                  "username", "password_file", "tls"):  # fmt: skip
+        assert getattr(loaded, field) == getattr(cassandra, field)

@@ -142,6 +142,38 @@ def client_env(native_port: int) -> dict[str, str]:
     }
 
 
+def node_yaml(storage_port: int, native_port: int, home: Path) -> str:
+    """The minimal ``cassandra.yaml`` of one loopback node keeping its data under ``home``."""
+    return _YAML.format(storage_port=storage_port, native_port=native_port, data=home)
+
+
+def daemon_argv(conf: Path, home: Path, heap: str, jmx_port: int) -> list[str]:
+    """The command line of a node configured in ``conf`` (its yaml; the logback file is
+    written here) with ``heap`` (``-Xms``/``-Xmx``, e.g. ``1G``)."""
+    (conf / "logback.xml").write_text(_LOGBACK)
+    lib = _install_dir() / "lib"
+    jamm = next(lib.glob("jamm-*.jar"))
+    return [
+        java17(),
+        f"-Xms{heap}",
+        f"-Xmx{heap}",
+        "-Xss256k",
+        "-XX:+UseG1GC",
+        "-Djava.net.preferIPv4Stack=true",
+        f"-javaagent:{jamm}",
+        *_JAVA17_FLAGS,
+        "-Dcassandra-foreground=yes",
+        f"-Dcassandra.config=file://{conf / 'cassandra.yaml'}",
+        f"-Dlogback.configurationFile=file://{conf / 'logback.xml'}",
+        f"-Dcassandra.storagedir={home}",
+        "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+        f"-Dcassandra.jmx.local.port={jmx_port}",
+        "-cp",
+        f"{conf}:{lib}/*",
+        "org.apache.cassandra.service.CassandraDaemon",
+    ]
+
+
 class Cassandra:
     """The XRP Ledger history database."""
 
@@ -194,7 +226,6 @@ class Cassandra:
         progress: Progress,
         previous: Running | None,
     ) -> Running:
-        lib = _install_dir() / "lib"
         native_port = choose_port(self.name, previous, "CHAINLOOM_CASSANDRA_PORT")
         storage_port = reuse_port(previous, "storage_port")
         jmx_port = reuse_port(previous, "jmx_port")
@@ -205,31 +236,9 @@ class Cassandra:
             shutil.rmtree(home, ignore_errors=True)
         conf = home / "conf"
         conf.mkdir(parents=True, exist_ok=True)
-        (conf / "cassandra.yaml").write_text(
-            _YAML.format(storage_port=storage_port, native_port=native_port, data=home)
-        )
-        (conf / "logback.xml").write_text(_LOGBACK)
-        jamm = next(lib.glob("jamm-*.jar"))
+        (conf / "cassandra.yaml").write_text(node_yaml(storage_port, native_port, home))
         heap = os.environ.get("CHAINLOOM_CASSANDRA_HEAP", "1G")
-        argv = [
-            java17(),
-            f"-Xms{heap}",
-            f"-Xmx{heap}",
-            "-Xss256k",
-            "-XX:+UseG1GC",
-            "-Djava.net.preferIPv4Stack=true",
-            f"-javaagent:{jamm}",
-            *_JAVA17_FLAGS,
-            "-Dcassandra-foreground=yes",
-            f"-Dcassandra.config=file://{conf / 'cassandra.yaml'}",
-            f"-Dlogback.configurationFile=file://{conf / 'logback.xml'}",
-            f"-Dcassandra.storagedir={home}",
-            "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-            f"-Dcassandra.jmx.local.port={jmx_port}",
-            "-cp",
-            f"{conf}:{lib}/*",
-            "org.apache.cassandra.service.CassandraDaemon",
-        ]
+        argv = daemon_argv(conf, home, heap, jmx_port)
         log = run_dir / "logs" / "cassandra.log"
         progress.step(f"starting Cassandra {versions.CASSANDRA} on 127.0.0.1:{native_port}")
         pid = spawn(argv, log)

@@ -57,7 +57,9 @@ def test_a_crashed_component_restarts_on_its_port_and_redis_keeps_its_data(
     assert up.returncode == 0, up.stderr
     try:
         before = _state(run)
-        assert before["redis"]["extra"] == {"appendfsync": "always", "data": str(run / "redis")}
+        extra = before["redis"]["extra"]
+        assert isinstance(extra, dict)
+        assert (extra["appendfsync"], extra["data"]) == ("always", str(run / "redis"))
         client = redis.Redis.from_url(f"redis://{before['redis']['address']}/3")
         assert client.config_get("appendonly") == {"appendonly": "yes"}
         assert client.config_get("appendfsync") == {"appendfsync": "always"}
@@ -80,6 +82,8 @@ def test_a_crashed_component_restarts_on_its_port_and_redis_keeps_its_data(
             assert after[name]["address"] == before[name]["address"], name
             assert after[name]["pid"] != before[name]["pid"], name
         assert after["redis"]["extra"]["appendfsync"] == "always"  # type: ignore[index]
+        # The TLS port comes back too, with the same test CA and ACL password.
+        assert after["redis"]["extra"] == before["redis"]["extra"]
         client = redis.Redis.from_url(f"redis://{after['redis']['address']}/3")
         assert client.config_get("appendfsync") == {"appendfsync": "always"}
         assert client.dbsize() == 500
