@@ -27,7 +27,7 @@ from typing import Annotated, Any, Protocol, TypeVar
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
-from chainloom.eventstore.api import conventions, models, params, shapes
+from chainloom.eventstore.api import conventions, filter_routes, models, params, shapes
 from chainloom.eventstore.api.circuit import StoreCircuit
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.errors import ApiError, BadParameterError, NotFoundError
@@ -38,6 +38,8 @@ from chainloom.eventstore.errors import (
     TableMissingError,
 )
 from chainloom.eventstore.feed import VaaFeed
+from chainloom.eventstore.filter_index import Filters
+from chainloom.eventstore.filter_scan import FilteredPage
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id
 from chainloom.eventstore.queries import StoredMessage
 from chainloom.web.app import make_app
@@ -96,6 +98,10 @@ class Reads(Protocol):
     ) -> tuple[list[StoredMessage], bool]: ...
 
     def by_tx(self, tx_id: str) -> list[StoredMessage]: ...
+
+    def filtered(
+        self, filters: Filters, order: str, after: str | None, size: int
+    ) -> FilteredPage: ...
 
     def daily_counts(
         self, first: dt.date, last: dt.date, chain: int | None
@@ -401,6 +407,7 @@ def events_app(api: EventsApi) -> FastAPI:
     from chainloom.eventstore.api import tool_routes  # noqa: PLC0415 (it imports this module)
 
     tool_routes.add_routes(app, api)
+    filter_routes.add_routes(app, api)
     return app
 
 

@@ -21,6 +21,8 @@ from chainloom.eventstore.api.app import ERRORS, EventsApi, cursor_key, events_a
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.params import Cursor
 from chainloom.eventstore.errors import StoreConfigError, StoreUnavailableError
+from chainloom.eventstore.filter_index import Filters
+from chainloom.eventstore.filter_scan import FilteredPage
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.queries import StoredMessage
 from chainloom.wormhole.sequences import OpenGap
@@ -85,6 +87,10 @@ class MemoryReads:
     ) -> tuple[list[OpenGap], int, list[str]]:
         self._called("open_gaps")
         return [], 0, []
+
+    def filtered(self, filters: Filters, order: str, after: str | None, size: int) -> FilteredPage:
+        self._called("filtered")
+        return FilteredPage([], None, 0)
 
 
 def _messages(count: int) -> list[StoredMessage]:
