@@ -24,8 +24,8 @@ from chainloom.eventstore import cells as cellmodel
 from chainloom.eventstore import encoding as enc
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.cells import IndexEntry
+from chainloom.eventstore.derived import derived_index_entries
 from chainloom.eventstore.enrichment import AssetInfo, WrappedAsset
-from chainloom.eventstore.filter_index import filter_index_entries
 from chainloom.eventstore.schema import Q
 from chainloom.wormhole import VAA, AssetMeta, Payload, TokenTransfer, TokenTransferWithPayload
 
@@ -173,7 +173,7 @@ def plan_message(item: MessageInput, row: RowSnapshot, context: EnrichmentContex
         outcome = Outcome.UNCHANGED
     index = index_entries(item, to_write)
     if to_write:
-        index += filter_index_entries(row_key, _after(row, to_write))
+        index += derived_index_entries(row_key, _after(row, to_write))
     return RowPlan(row_key, outcome, tuple(to_write), conditional, tuple(index))
 
 

@@ -1,8 +1,8 @@
-"""Filter index rows for messages stored before the filter index existed.
+"""Filter index and rollup rows for messages stored before they existed.
 
-``chainloom events reindex`` streams the events table (or one chain of it) and writes each
-row's filter index cells with the same pure function the writer uses
-(:func:`chainloom.eventstore.filter_index.filter_index_entries`), so a reindexed message has
+``chainloom events reindex`` reads the events table (or one chain of it) in batches and writes
+each row's derived index cells with the same pure function the writer uses
+(:func:`chainloom.eventstore.derived.derived_index_entries`), so a reindexed message has
 exactly the rows a fresh write would have given it. The cells carry the VAA's time: running
 it again, or over rows the writer already indexed, rewrites identical cells.
 """
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from chainloom.eventstore import keys
 from chainloom.eventstore.bigtable import BigtableTables, endpoint
 from chainloom.eventstore.cells import IndexEntry
+from chainloom.eventstore.derived import derived_index_entries
 from chainloom.eventstore.errors import StoreUnavailableError
-from chainloom.eventstore.filter_index import filter_index_entries
 
 REINDEX_BATCH_ROWS = 200
 """Events rows whose index cells go out in one MutateRows call (~18 index rows each)."""
@@ -30,7 +30,7 @@ class ReindexSummary:
     rows: int = 0
     """Events rows read."""
     indexed: int = 0
-    """Rows that got filter index cells (the others had no publication yet)."""
+    """Rows that got index cells (the others had no publication yet)."""
     index_rows: int = 0
     """Index rows written."""
 
@@ -43,22 +43,24 @@ def reindex(
     attempts: int = 5,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ReindexSummary:
-    """Write the filter index cells of every stored message (of ``chain`` if given)."""
+    """Write the filter index and rollup cells of every stored message (of ``chain`` if
+    given)."""
     start, end = ("0", ":") if chain is None else (keys.chain_prefix(chain), f"{chain};")
     summary = ReindexSummary()
     while True:
         # One bounded read per batch (each within bigtable.operation_timeout), so a table of
         # any size is walked without one stream having to outlast the deadline.
         batch = list(tables.scan_events([(start, end)], limit=batch_rows, end_inclusive=False))
-        pending: list[tuple[str, list[IndexEntry]]] = []
+        pending: dict[str, list[IndexEntry]] = {}
         for row_key, row in batch:
             summary.rows += 1
-            entries = filter_index_entries(row_key, row)
+            entries = derived_index_entries(row_key, row)
             if entries:
                 summary.indexed += 1
-                pending += [(entry.row_key, [entry]) for entry in entries]
+            for entry in entries:
+                pending.setdefault(entry.row_key, []).append(entry)
         if pending:
-            summary.index_rows += _write(tables, pending, attempts, sleep)
+            summary.index_rows += _write(tables, list(pending.items()), attempts, sleep)
         if len(batch) < batch_rows:
             return summary
         start = batch[-1][0] + "\x00"

@@ -90,7 +90,7 @@ def test_first_plan_writes_every_family_with_vaa_timestamps() -> None:
     assert details[Q.AMOUNT] == b"1.00000000"
     assert details[Q.NOTIONAL_USD] == b"2.000000"
     index_rows = sorted({e.row_key.split(":")[0] for e in plan.index})
-    assert index_rows == ["count", "fa", "fd", "recent", "tx"]
+    assert index_rows == ["count", "fa", "fd", "recent", "tx", "vol"]
     dimensions = sorted(e.row_key.split(":")[1] for e in plan.index if e.row_key[:3] == "fa:")
     assert dimensions == ["all", "dst", "em", "pt", "rcv", "src", "tok", "tx"]
 

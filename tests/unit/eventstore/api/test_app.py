@@ -25,6 +25,7 @@ from chainloom.eventstore.filter_index import Filters
 from chainloom.eventstore.filter_scan import FilteredPage
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.queries import StoredMessage
+from chainloom.eventstore.rollups import Volume
 from chainloom.wormhole.sequences import OpenGap
 from tests.unit.eventstore.api.rows import stored_row, transfer_vaa
 from tests.unit.eventstore.api.schema_check import check
@@ -91,6 +92,12 @@ class MemoryReads:
     def filtered(self, filters: Filters, order: str, after: str | None, size: int) -> FilteredPage:
         self._called("filtered")
         return FilteredPage([], None, 0)
+
+    def volume(
+        self, dimension: str, first: dt.date, last: dt.date, by_hour: bool
+    ) -> dict[tuple[str, str], Volume]:
+        self._called("volume")
+        return {}
 
 
 def _messages(count: int) -> list[StoredMessage]:
