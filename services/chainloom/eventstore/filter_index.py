@@ -79,8 +79,8 @@ class MessageFacts:
             "r": self.recipient,
             "x": self.tx_hash,
         }
-        return json.dumps({k: v for k, v in data.items() if v is not None}, separators=(",", ":"))\
-            .encode()  # fmt: skip
+        present = {key: value for key, value in data.items() if value is not None}
+        return json.dumps(present, separators=(",", ":")).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> MessageFacts:

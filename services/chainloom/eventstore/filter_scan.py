@@ -54,8 +54,8 @@ def _bounds(order: str, filters: Filters) -> tuple[str, str | None]:
         low = keys.filter_time(order, filters.start or 0)
         high = None if filters.end is None else keys.filter_time(order, filters.end)
     else:
-        low = keys.filter_time(order, keys.MAX_TIMESTAMP if filters.end is None
-                               else filters.end - 1)  # fmt: skip
+        newest = keys.MAX_TIMESTAMP if filters.end is None else filters.end - 1
+        low = keys.filter_time(order, newest)
         high = None if not filters.start else keys.filter_time(order, filters.start - 1)
     return low, high
 
