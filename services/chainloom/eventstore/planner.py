@@ -172,9 +172,14 @@ def plan_message(item: MessageInput, row: RowSnapshot, context: EnrichmentContex
     else:
         outcome = Outcome.UNCHANGED
     index = index_entries(item, to_write)
-    if to_write:
+    if any(cell.family not in _SIGNATURE_FAMILIES for cell in to_write):
+        # Only a body, payload, details or tx change can change the derived rows; a new
+        # signature subset of a stored message rewrites none of them.
         index += derived_index_entries(row_key, _after(row, to_write))
     return RowPlan(row_key, outcome, tuple(to_write), conditional, tuple(index))
+
+
+_SIGNATURE_FAMILIES = frozenset({schema.SIGNATURES, schema.VAA_STATE, schema.QUORUM_STATE})
 
 
 def _after(row: RowSnapshot, written: list[cellmodel.Cell]) -> RowSnapshot:

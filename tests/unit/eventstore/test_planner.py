@@ -140,3 +140,12 @@ def test_below_quorum_is_stored_without_signed_vaa() -> None:
     assert plan.outcome is Outcome.NEW
     assert not plan.conditional
     assert schema.QUORUM_STATE not in {c.family for c in plan.cells}
+
+
+def test_a_new_signature_subset_rewrites_no_derived_index_row() -> None:
+    row: RowSnapshot = {}
+    apply_plan(row, plan_message(_input(_vaa(list(range(13)))), row, EnrichmentContext()))
+    grown = plan_message(_input(_vaa(list(range(15)))), row, EnrichmentContext())
+    assert grown.outcome is Outcome.UPDATED
+    assert {c.family for c in grown.cells} == {schema.SIGNATURES, schema.VAA_STATE}
+    assert not [e for e in grown.index if e.row_key[:3] in {"fa:", "fd:", "vol"}]
