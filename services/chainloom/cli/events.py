@@ -459,6 +459,26 @@ def counts(
             click.echo(f"{day}  chain {chain_id:>5}  {count}")
 
 
+@events.command()
+@click.option("--chain", help="Only this emitter chain (name or id).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.pass_context
+def reindex(ctx: click.Context, chain: str | None, as_json: bool) -> None:
+    """Write the filter index rows of stored messages (rows stored before the filter index
+    existed); rewriting ones already there changes nothing."""
+    from chainloom.eventstore.reindex import reindex as write_filter_index
+
+    chain_id = _chain(chain) if chain else None
+    with _store_errors(), _open(ctx) as tables:
+        summary = write_filter_index(tables, chain=chain_id)
+    if as_json:
+        click.echo(json.dumps({"rows": summary.rows, "indexed": summary.indexed,
+                               "index_rows": summary.index_rows}))  # fmt: skip
+    else:
+        click.echo(f"{summary.rows} rows read, {summary.indexed} indexed, "
+                   f"{summary.index_rows} index rows written")  # fmt: skip
+
+
 def _emitter_option(emitter: str | None) -> str | None:
     from chainloom.eventstore.keys import normalize_emitter
     from chainloom.wormhole.errors import MessageKeyError

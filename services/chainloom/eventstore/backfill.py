@@ -29,8 +29,8 @@ import orjson
 
 from chainloom.eventstore import keys
 from chainloom.eventstore.bigtable import BigtableTables, endpoint
+from chainloom.eventstore.cells import IndexEntry
 from chainloom.eventstore.errors import StoreUnavailableError, UnverifiedVAAError
-from chainloom.eventstore.planner import IndexEntry
 from chainloom.eventstore.queries import EventReader
 from chainloom.eventstore.writer import EventWriter
 from chainloom.publicrpc import FetchResult, FetchStatus, PublicRpcClient

@@ -47,13 +47,13 @@ from opentelemetry import trace
 
 from chainloom import telemetry
 from chainloom.eventstore import schema
-from chainloom.eventstore.cells import Cell
+from chainloom.eventstore.cells import Cell, IndexEntry
 from chainloom.eventstore.errors import (
     StoreConfigError,
     StoreUnavailableError,
     TableMissingError,
 )
-from chainloom.eventstore.planner import IndexEntry, RowSnapshot
+from chainloom.eventstore.planner import RowSnapshot
 from chainloom.settings import BigtableSettings
 
 _tracer = trace.get_tracer("chainloom.eventstore.bigtable")

@@ -49,6 +49,20 @@ class Cell:
     """Cell timestamp, derived from the VAA so rewrites hit the same cell."""
 
 
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """One cell of the index table."""
+
+    row_key: str
+    """Index row (see :mod:`chainloom.eventstore.keys`)."""
+    qualifier: str
+    """Column in the index family."""
+    value: bytes
+    """Cell value."""
+    timestamp_micros: int
+    """Derived from the VAA, like the events cells, so rewrites are harmless."""
+
+
 def vaa_time_micros(timestamp: int) -> int:
     """The cell timestamp of everything derived from a VAA's body."""
     return timestamp * MICROS_PER_SECOND

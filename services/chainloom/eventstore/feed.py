@@ -33,8 +33,9 @@ from typing import Protocol
 
 from chainloom.backoff import Backoff
 from chainloom.eventstore.bigtable import BigtableTables
+from chainloom.eventstore.cells import IndexEntry
 from chainloom.eventstore.errors import StoreUnavailableError
-from chainloom.eventstore.planner import IndexEntry, MessageInput, RowPlan
+from chainloom.eventstore.planner import MessageInput, RowPlan
 
 log = logging.getLogger(__name__)
 

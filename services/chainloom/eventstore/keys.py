@@ -189,3 +189,39 @@ def gap_state_prefix(chain: int) -> str:
 def gap_state_key(chain: int, emitter: str) -> str:
     """Index row of one emitter's gap state (emitter: 64 lower-case hex)."""
     return f"{gap_state_prefix(chain)}{emitter}"
+
+
+# ------------------------------------------------------------------------------------------
+# Filter index rows (chainloom.eventstore.filter_index)
+
+FILTER_ORDERS = ("asc", "desc")
+"""The two orders a filter index row is written in (``fa:`` oldest first, ``fd:`` newest
+first): the Python data client has no reversed scan, so each order has its own rows."""
+
+
+def filter_prefix(order: str, dimension: str, value: str) -> str:
+    """The index rows of one filter value in one order, e.g. ``fd:src:00002:``."""
+    if order not in FILTER_ORDERS:
+        raise ValueError(f"order must be asc or desc, not {order!r}")
+    return f"f{order[0]}:{dimension}:{value}:"
+
+
+def filter_time(order: str, timestamp: int) -> str:
+    """The time part of a filter row key: the VAA's unix time, inverted for ``desc``."""
+    return f"{timestamp if order == 'asc' else MAX_TIMESTAMP - timestamp:010d}"
+
+
+_ROW_KEY_CHARS = "0123456789:abcdef"
+_INVERTED = str.maketrans(_ROW_KEY_CHARS, _ROW_KEY_CHARS[::-1])
+
+
+def filter_suffix(order: str, timestamp: int, row_key: str) -> str:
+    """What follows a filter prefix: time, then the events row key.
+
+    For ``desc`` the row key's characters are inverted and ``~`` (above every inverted
+    character) ends it, so messages of the same second are listed in exactly the reverse of
+    the ``asc`` order, whatever their key lengths.
+    """
+    if order == "asc":
+        return f"{filter_time(order, timestamp)}:{row_key}"
+    return f"{filter_time(order, timestamp)}:{row_key.translate(_INVERTED)}~"

@@ -23,6 +23,8 @@ from decimal import Decimal
 from chainloom.eventstore import cells as cellmodel
 from chainloom.eventstore import encoding as enc
 from chainloom.eventstore import keys, schema
+from chainloom.eventstore.cells import IndexEntry
+from chainloom.eventstore.derived import derived_index_entries
 from chainloom.eventstore.enrichment import AssetInfo, WrappedAsset
 from chainloom.eventstore.schema import Q
 from chainloom.wormhole import VAA, AssetMeta, Payload, TokenTransfer, TokenTransferWithPayload
@@ -38,20 +40,6 @@ class Outcome(enum.Enum):
     UPDATED = "updated"
     UNCHANGED = "unchanged"
     CONFLICTING = "conflicting"
-
-
-@dataclass(frozen=True, slots=True)
-class IndexEntry:
-    """One cell of the index table."""
-
-    row_key: str
-    """Index row (see :mod:`chainloom.eventstore.keys`)."""
-    qualifier: str
-    """Column in the index family."""
-    value: bytes
-    """Cell value."""
-    timestamp_micros: int
-    """Derived from the VAA, like the events cells, so rewrites are harmless."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,13 +171,23 @@ def plan_message(item: MessageInput, row: RowSnapshot, context: EnrichmentContex
         outcome = Outcome.UPDATED
     else:
         outcome = Outcome.UNCHANGED
-    return RowPlan(
-        row_key,
-        outcome,
-        tuple(to_write),
-        conditional,
-        tuple(index_entries(item, to_write)),
-    )
+    index = index_entries(item, to_write)
+    if any(cell.family not in _SIGNATURE_FAMILIES for cell in to_write):
+        # Only a body, payload, details or tx change can change the derived rows; a new
+        # signature subset of a stored message rewrites none of them.
+        index += derived_index_entries(row_key, _after(row, to_write))
+    return RowPlan(row_key, outcome, tuple(to_write), conditional, tuple(index))
+
+
+_SIGNATURE_FAMILIES = frozenset({schema.SIGNATURES, schema.VAA_STATE, schema.QUORUM_STATE})
+
+
+def _after(row: RowSnapshot, written: list[cellmodel.Cell]) -> RowSnapshot:
+    """The row's latest cells once ``written`` is stored (a copy; ``row`` is unchanged)."""
+    merged = {family: dict(columns) for family, columns in row.items()}
+    for cell in written:
+        merged.setdefault(cell.family, {})[cell.qualifier] = cell.value
+    return merged
 
 
 def index_entries(item: MessageInput, written: list[cellmodel.Cell]) -> list[IndexEntry]:

@@ -50,7 +50,7 @@ from chainloom.backoff import Backoff
 from chainloom.eventstore import keys, schema
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.bigtable import endpoint as bigtable_endpoint
-from chainloom.eventstore.cells import asset_info
+from chainloom.eventstore.cells import IndexEntry, asset_info
 from chainloom.eventstore.encoding import decode_decimal
 from chainloom.eventstore.enrichment import AssetInfo, WrappedAsset
 from chainloom.eventstore.errors import (
@@ -61,7 +61,6 @@ from chainloom.eventstore.errors import (
 from chainloom.eventstore.feed import FeedRecorder, VaaFeed
 from chainloom.eventstore.planner import (
     EnrichmentContext,
-    IndexEntry,
     MessageInput,
     Outcome,
     RowPlan,

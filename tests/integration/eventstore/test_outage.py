@@ -208,6 +208,7 @@ MESSAGE_ID = f"2/{DEV_TOKEN_BRIDGE_EMITTER.hex()}/1"
         ["scan", "--chain", "2"],
         ["recent", "--chain", "2"],
         ["by-tx", "0xabcd"],
+        ["reindex", "--chain", "2"],
         ["counts", "--from", "2023-01-01", "--to", "2023-01-31"],
     ],
     ids=lambda command: " ".join(command[:2]),

@@ -170,6 +170,16 @@ def test_enrich_computes_the_details_and_a_rerun_writes_nothing(
             f: c for f, c in before[key].items() if f != TOKEN_TRANSFER_DETAILS
         }
     assert set(after) == set(before)
+    # The volume rollups follow the new notional: one cell per transfer, holding its row's.
+    with BigtableTables(workload.location) as tables:
+        rollups = dict(
+            item
+            for _, cells in tables.scan_index("vol:chain:", "vol:chain;")
+            for item in cells.items()
+        )
+    for key in expected:
+        notional = after[key].get(TOKEN_TRANSFER_DETAILS, {}).get("NotionalUSD", b"")
+        assert [v for q, v in rollups.items() if q.endswith(":" + key)] == [notional], key
     # The older attestation's symbol was replaced by the newer one's.
     assert any(e.get("OriginSymbol") == "WETH" for e in expected.values())
     assert not any(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.cloud.bigtable.data.mutations import DeleteRangeFromColumn
 
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.schema import (
@@ -124,9 +125,30 @@ def test_export_writes_the_table_as_partitioned_parquet(
     for group, row in got.items():
         assert row["volume_usd"] == volume.get(group, Decimal(0)), group
 
+    # The volume rollups the writer kept agree with the export's sums.
+    transfer_days = {k[:2] for k in messages if k[2] is not None}
+    assert summary["rollup_chain_days_checked"] == len(transfer_days)
+    assert (summary["rollup_differences"], summary["rollup_differing"]) == (0, [])
+
+    # One transfer's rollup cell lost: the rerun reports its (day, chain), and only it.
+    with BigtableTables(workload.location) as tables:
+        row_key_, cells = tables.scan_index("vol:chain:", "vol:chain;", limit=1)[0]
+        lost = next(iter(cells))
+        tables.index.mutate_row(row_key_, DeleteRangeFromColumn("i", lost.encode()))
+    _, _, lost_day, lost_chain = row_key_.split(":")
+
     # A rerun replaces the partitions: the same rows, not twice as many.
-    code, text = _run(args, capsys)
+    code, text = _run([*args, "--summary", str(tmp_path / "second.json")], capsys)
     assert code == 0, text
+    second = json.loads((tmp_path / "second.json").read_text())
+    assert second["rollup_differences"] == 1
+    differing = second["rollup_differing"][0]
+    assert (differing["day"], differing["chain"]) == (
+        f"{lost_day[:4]}-{lost_day[4:6]}-{lost_day[6:]}",
+        int(lost_chain),
+    )
+    assert differing["export"]["transfers"] == differing["rollups"]["transfers"] + 1
+    assert "volume rollups differ" in text
     assert len(_read(spark, output / "events")) == len(table)
     assert sum(r["messages"] for r in _read(spark, output / "daily")) == len(table)
 

@@ -89,8 +89,10 @@ def test_first_plan_writes_every_family_with_vaa_timestamps() -> None:
     }
     assert details[Q.AMOUNT] == b"1.00000000"
     assert details[Q.NOTIONAL_USD] == b"2.000000"
-    index_rows = sorted(e.row_key.split(":")[0] for e in plan.index)
-    assert index_rows == ["count", "recent", "tx"]
+    index_rows = sorted({e.row_key.split(":")[0] for e in plan.index})
+    assert index_rows == ["count", "fa", "fd", "recent", "tx", "vol"]
+    dimensions = sorted(e.row_key.split(":")[1] for e in plan.index if e.row_key[:3] == "fa:")
+    assert dimensions == ["all", "dst", "em", "pt", "rcv", "src", "tok", "tx"]
 
 
 def test_repeat_plans_nothing_and_subset_plans_only_the_difference() -> None:
@@ -138,3 +140,12 @@ def test_below_quorum_is_stored_without_signed_vaa() -> None:
     assert plan.outcome is Outcome.NEW
     assert not plan.conditional
     assert schema.QUORUM_STATE not in {c.family for c in plan.cells}
+
+
+def test_a_new_signature_subset_rewrites_no_derived_index_row() -> None:
+    row: RowSnapshot = {}
+    apply_plan(row, plan_message(_input(_vaa(list(range(13)))), row, EnrichmentContext()))
+    grown = plan_message(_input(_vaa(list(range(15)))), row, EnrichmentContext())
+    assert grown.outcome is Outcome.UPDATED
+    assert {c.family for c in grown.cells} == {schema.SIGNATURES, schema.VAA_STATE}
+    assert not [e for e in grown.index if e.row_key[:3] in {"fa:", "fd:", "vol"}]

@@ -27,7 +27,14 @@ from typing import Annotated, Any, Protocol, TypeVar
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
-from chainloom.eventstore.api import conventions, models, params, shapes
+from chainloom.eventstore.api import (
+    conventions,
+    filter_routes,
+    models,
+    params,
+    shapes,
+    volume_routes,
+)
 from chainloom.eventstore.api.circuit import StoreCircuit
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.errors import ApiError, BadParameterError, NotFoundError
@@ -38,8 +45,11 @@ from chainloom.eventstore.errors import (
     TableMissingError,
 )
 from chainloom.eventstore.feed import VaaFeed
+from chainloom.eventstore.filter_index import Filters
+from chainloom.eventstore.filter_scan import FilteredPage
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id
 from chainloom.eventstore.queries import StoredMessage
+from chainloom.eventstore.rollups import Volume
 from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
 from chainloom.web.server import WebServer
@@ -96,6 +106,14 @@ class Reads(Protocol):
     ) -> tuple[list[StoredMessage], bool]: ...
 
     def by_tx(self, tx_id: str) -> list[StoredMessage]: ...
+
+    def filtered(
+        self, filters: Filters, order: str, after: str | None, size: int
+    ) -> FilteredPage: ...
+
+    def volume(
+        self, dimension: str, first: dt.date, last: dt.date, by_hour: bool
+    ) -> dict[tuple[str, str], Volume]: ...
 
     def daily_counts(
         self, first: dt.date, last: dt.date, chain: int | None
@@ -401,6 +419,8 @@ def events_app(api: EventsApi) -> FastAPI:
     from chainloom.eventstore.api import tool_routes  # noqa: PLC0415 (it imports this module)
 
     tool_routes.add_routes(app, api)
+    filter_routes.add_routes(app, api)
+    volume_routes.add_routes(app, api)
     return app
 
 

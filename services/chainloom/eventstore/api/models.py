@@ -204,3 +204,15 @@ RESPONSE_MODELS: tuple[type[ApiModel], ...] = (
     ErrorBody,
 )
 """The top-level responses (the document's components include what they reference)."""
+
+
+class AddressPage(ApiModel):
+    """``GET /api/v1/addresses/{chain}/{address}``: messages sending from or to an address."""
+
+    address: str = Field(description="The address in its chain's native form.")
+    chain: int = Field(description="The address's Wormhole chain id.")
+    data: list[VaaDoc] = Field(
+        description="Transfers it sent (ChainDetails sender) or received (recipient), in time "
+        "order."
+    )
+    pagination: Pagination

@@ -10,6 +10,10 @@ index rows), never a filter over values, so every request's cost is bounded by w
 * daily stats: a keys-only scan of the ``count:`` index rows of the days asked (one cell per
   message, values stripped), so the cost grows with the messages counted; the day span is
   bounded by ``api.max_stats_days``;
+* a filtered list: prefix scans of the filter index rows of one filter value (at most
+  ``MAX_EXAMINED`` rows when other filters are tested on them), then one read of the page's rows;
+* volume: a scan of one rollup dimension's ``vol:`` rows of the days asked (one cell per token
+  transfer, with its notional), bounded by ``api.max_stats_days``;
 * gaps: a scan of the ``gaps:`` index rows (one per emitter the indexer tracks).
 """
 
@@ -21,8 +25,11 @@ from chainloom.eventstore import keys
 from chainloom.eventstore.api.params import Cursor
 from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.bigtable import BigtableTables
+from chainloom.eventstore.filter_index import Filters
+from chainloom.eventstore.filter_scan import FilteredPage, filtered_page
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.queries import EventReader, StoredMessage
+from chainloom.eventstore.rollups import Volume, rollup_prefix, sum_rows
 from chainloom.wormhole.sequences import MAX_SEQUENCE, GapBook, OpenGap
 
 
@@ -77,6 +84,18 @@ class StoreReads:
 
     def by_tx(self, tx_id: str) -> list[StoredMessage]:
         return self.reader.by_tx(tx_id)
+
+    def filtered(self, filters: Filters, order: str, after: str | None, size: int) -> FilteredPage:
+        """A filtered list page, from the filter index rows (``filter_scan``)."""
+        return filtered_page(self.tables, filters, order, after, size)
+
+    def volume(
+        self, dimension: str, first: dt.date, last: dt.date, by_hour: bool
+    ) -> dict[tuple[str, str], Volume]:
+        """Sums of one rollup dimension's rows over UTC days ``first..last``."""
+        start = rollup_prefix(dimension, f"{first:%Y%m%d}")
+        end = rollup_prefix(dimension, f"{last + dt.timedelta(days=1):%Y%m%d}")
+        return sum_rows(self.tables.scan_index(start, end), by_hour=by_hour)
 
     def daily_counts(
         self, first: dt.date, last: dt.date, chain: int | None

@@ -1,21 +1,23 @@
 """enrich's tasks: a scanned row becomes a transfer or attestation record; a partition of
-candidates re-reads its rows and writes the ``TokenTransferDetails`` cells that differ."""
+candidates re-reads its rows and writes the ``TokenTransferDetails`` cells that differ, and the
+transfer's volume rollup cells with its new notional (:mod:`chainloom.eventstore.rollups`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from chainloom.eventstore import schema
 from chainloom.eventstore.bigtable import BigtableTables, endpoint
-from chainloom.eventstore.cells import Cell, transfer_details_cells
+from chainloom.eventstore.cells import Cell, IndexEntry, transfer_details_cells
 from chainloom.eventstore.encoding import decode_int, decode_timestamp
 from chainloom.eventstore.enrichment import AssetInfo
 from chainloom.eventstore.errors import StoreUnavailableError, TableMissingError
 from chainloom.eventstore.planner import RowSnapshot
+from chainloom.eventstore.rollups import rollup_entries
 from chainloom.eventstore.schema import Q
 from chainloom.settings import BigtableSettings
 from chainloom.wormhole.errors import PayloadParseError
@@ -141,11 +143,26 @@ def details_to_write(row: RowSnapshot, candidate: Any) -> list[Cell] | None:
     return [cell for cell in cells if stored.get(cell.qualifier) != cell.value]
 
 
-def _write(tables: BigtableTables, entries: list[tuple[str, list[Cell]]], attempts: int) -> None:
-    """Write ``entries`` with one MutateRows call, retrying the rows that failed."""
-    pending = entries
+def rollups_after(row: RowSnapshot, row_key: str, cells: list[Cell]) -> list[IndexEntry]:
+    """The volume rollup cells of a row once its new ``TokenTransferDetails`` are written (a
+    new price changes the transfer's notional in them)."""
+    after = {family: dict(columns) for family, columns in row.items()}
+    for cell in cells:
+        after.setdefault(cell.family, {})[cell.qualifier] = cell.value
+    return rollup_entries(row_key, after)
+
+
+def _write(
+    tables: BigtableTables,
+    entries: Sequence[tuple[str, Sequence[Cell] | Sequence[IndexEntry]]],
+    attempts: int,
+    table: Any = None,
+) -> None:
+    """Write ``entries`` with one MutateRows call (to the events table unless ``table`` is
+    given), retrying the rows that failed."""
+    pending = list(entries)
     for attempt in range(attempts):
-        failed = tables.bulk_write(tables.events, pending)
+        failed = tables.bulk_write(tables.events if table is None else table, pending)
         if not failed:
             return
         pending = [pending[i] for i in failed]
@@ -179,13 +196,17 @@ def write_partition(context: WriteContext, rows: Iterable[Any]) -> Iterator[tupl
             for batch in _batches(rows, context.batch_rows):
                 stored = tables.read_event_rows([r.row_key for r in batch], WRITE_FAMILIES)
                 entries: list[tuple[str, list[Cell]]] = []
+                rollups: dict[str, list[IndexEntry]] = {}
                 for candidate in batch:
-                    cells = details_to_write(stored.get(candidate.row_key, {}), candidate)
+                    row = stored.get(candidate.row_key, {})
+                    cells = details_to_write(row, candidate)
                     if cells is None:
                         continue
                     priced = candidate.price is not None
                     if cells:
                         entries.append((candidate.row_key, cells))
+                        for entry in rollups_after(row, candidate.row_key, cells):
+                            rollups.setdefault(entry.row_key, []).append(entry)
                         count(candidate.chain, "written")
                     if not priced:
                         count(candidate.chain, "unpriced")
@@ -193,6 +214,8 @@ def write_partition(context: WriteContext, rows: Iterable[Any]) -> Iterator[tupl
                         count(candidate.chain, "enriched")
                     else:  # enriched by someone else since the scan
                         count(candidate.chain, "already_enriched")
+                if rollups:  # first, as the event writer writes its index rows
+                    _write(tables, list(rollups.items()), context.max_attempts, tables.index)
                 if entries:
                     _write(tables, entries, context.max_attempts)
     except (StoreUnavailableError, TableMissingError) as error:

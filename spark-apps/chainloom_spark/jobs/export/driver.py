@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chainloom_spark.counts import ChainCounters
 from chainloom_spark.errors import JobOutputError
 from chainloom_spark.jobs.export.arguments import JOB, ExportPlan, resolve
+from chainloom_spark.jobs.export.reconcile import MAX_REPORTED, differences, read_rollups
 from chainloom_spark.jobs.export.tasks import (
     DAILY_COLUMNS,
     EVENT_COLUMNS,
@@ -113,14 +114,23 @@ def run(plan: ExportPlan) -> ChainCounters:
             _write(aggregate.repartition("day"), plan.daily_path, ["day"])
             # The summary from the (small) aggregate rather than another pass over the events.
             per_day = aggregate.groupBy("source_chain", "day").agg(
-                F.sum("messages").alias("messages"), F.sum("transfers").alias("transfers")
+                F.sum("messages").alias("messages"),
+                F.sum("transfers").alias("transfers"),
+                F.sum("priced_transfers").alias("priced"),
+                F.sum("volume_usd").alias("usd"),
             )
+            volumes: dict[Any, Any] = {}
             for row in per_day.collect():
                 summary.add(row["source_chain"], "messages", row["messages"])
                 summary.add(row["source_chain"], "transfers", row["transfers"])
                 summary.add(row["source_chain"], "days")
+                if row["transfers"]:
+                    volumes[(row["day"], row["source_chain"])] = (
+                        row["transfers"], row["priced"], row["usd"]
+                    )  # fmt: skip
             aggregate.unpersist()
             events.unpersist()
+    found = _reconcile(plan, volumes)
     elapsed = time.monotonic() - started
     messages = summary.totals["messages"]
     _log.info("%s: %d messages exported, %.0f rows/s (%.1f s)", JOB, messages,
@@ -132,8 +142,23 @@ def run(plan: ExportPlan) -> ChainCounters:
         "overwrite": "per partition",
         "key_ranges": len(ranges),
         "seconds": round(elapsed, 3),
+        "rollup_chain_days_checked": len(volumes),
+        "rollup_differences": len(found),
+        "rollup_differing": found[:MAX_REPORTED],
     }
     return summary
+
+
+def _reconcile(plan: ExportPlan, exported: dict[Any, Any]) -> list[dict[str, Any]]:
+    """The (day, chain) totals on which the volume rollups and the export differ, logged."""
+    if not exported:
+        return []
+    days = [day for day, _ in exported]
+    found = differences(exported, read_rollups(plan.location, min(days), max(days)))
+    for item in found:
+        _log.warning("%s: volume rollups differ on %s chain %d: export %s, rollups %s", JOB,
+                     item["day"], item["chain"], item["export"], item["rollups"])  # fmt: skip
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,8 +21,11 @@ from chainloom.eventstore.api.app import ERRORS, EventsApi, cursor_key, events_a
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.api.params import Cursor
 from chainloom.eventstore.errors import StoreConfigError, StoreUnavailableError
+from chainloom.eventstore.filter_index import Filters
+from chainloom.eventstore.filter_scan import FilteredPage
 from chainloom.eventstore.keys import MessageKey
 from chainloom.eventstore.queries import StoredMessage
+from chainloom.eventstore.rollups import Volume
 from chainloom.wormhole.sequences import OpenGap
 from tests.unit.eventstore.api.rows import stored_row, transfer_vaa
 from tests.unit.eventstore.api.schema_check import check
@@ -85,6 +88,16 @@ class MemoryReads:
     ) -> tuple[list[OpenGap], int, list[str]]:
         self._called("open_gaps")
         return [], 0, []
+
+    def filtered(self, filters: Filters, order: str, after: str | None, size: int) -> FilteredPage:
+        self._called("filtered")
+        return FilteredPage([], None, 0)
+
+    def volume(
+        self, dimension: str, first: dt.date, last: dt.date, by_hour: bool
+    ) -> dict[tuple[str, str], Volume]:
+        self._called("volume")
+        return {}
 
 
 def _messages(count: int) -> list[StoredMessage]:
