@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -53,6 +54,7 @@ class RedisFeed:
         connect_options(redis_settings, SETTING)
         self.redis = redis_settings
         self.channel = channel
+        self._jitter = random.Random()  # noqa: S311 - jitter, not cryptography
         self._client: redis.Redis | None = None
         self._changed = threading.Condition()
         self._pending: int | None = None
@@ -88,7 +90,7 @@ class RedisFeed:
                 else:
                     failures += 1
                     if not closing:
-                        time.sleep(RECONNECT.after_failures(failures))
+                        time.sleep(RECONNECT.after_failures(failures, self._jitter))
                         with self._changed:  # retry it unless a newer one came
                             if self._pending is None:
                                 self._pending = sequence
@@ -139,7 +141,7 @@ class RedisFeed:
             finally:
                 await pubsub.aclose()
                 await client.aclose()
-            await asyncio.sleep(RECONNECT.after_failures(max(failures, 1)))
+            await asyncio.sleep(RECONNECT.after_failures(max(failures, 1), self._jitter))
 
     def close(self) -> None:
         """Announce what is pending (one attempt), then release the connection."""
