@@ -110,11 +110,13 @@ def stream_bench(args: Any) -> None:
     """Stream latency and writer rate, as the module docstring says."""
     import warnings
 
+    from pydantic import SecretStr
+
     from chainloom.eventstore.api.stream_reads import FeedReads
     from chainloom.eventstore.bigtable import BigtableTables, drop_tables, ensure_schema
     from chainloom.eventstore.feed_redis import RedisVaaFeed
     from chainloom.eventstore.writer import EventWriter, WriterConfig
-    from chainloom.settings import BigtableSettings
+    from chainloom.settings import BigtableSettings, RedisSettings
     from chainloom.wormhole import mainnet_emitters
     from chainloom_dev.sim.dev_guardians import DevGuardians
 
@@ -157,7 +159,7 @@ def stream_bench(args: Any) -> None:
         drop_tables(settings)
         raise SystemExit(f"the events API did not start: {line.strip()}")
     base = f"http://127.0.0.1:{found.group(1)}"
-    feed = _TimedFeed(RedisVaaFeed(redis_url, f"{prefix}:eventstore:vaas"))
+    feed = _TimedFeed(RedisVaaFeed(RedisSettings(url=SecretStr(redis_url), key_prefix=prefix)))
     child: subprocess.Popen[str] | None = None
     try:
         with BigtableTables(settings) as tables:

@@ -1,6 +1,7 @@
 """Opening Redis from :class:`~chainloom.settings.RedisSettings`: the one way a client is made.
 
-The relayer's services and CLI and the operator all build their client here, so an ACL user, a
+The relayer's services and CLI, the operator and the two pub/sub feeds (the events API's VAA
+stream, the ledger API's subscriptions) all build their client here, so an ACL user, a
 password kept in a file (a mounted Secret) and TLS (``rediss://`` with a CA bundle and an
 optional client certificate) reach every connection alike. The TLS and password files are read
 and checked before any connection is tried, so a wrong path is a
@@ -16,6 +17,7 @@ import ssl
 from typing import Any
 
 import redis
+import redis.asyncio as aioredis
 from redis.exceptions import (
     AuthenticationError,
     AuthorizationError,
@@ -61,6 +63,15 @@ def redis_client(settings: RedisSettings, setting: str = SETTING, **extra: Any) 
     options such as timeouts."""
     options = {**connect_options(settings, setting), **extra}
     return redis.Redis.from_url(settings.url.get_secret_value(), **options)
+
+
+def async_redis_client(
+    settings: RedisSettings, setting: str = SETTING, **extra: Any
+) -> aioredis.Redis:
+    """:func:`redis_client` for an event loop (``redis.asyncio``), with the same options."""
+    options = {**connect_options(settings, setting), **extra}
+    client: aioredis.Redis = aioredis.Redis.from_url(settings.url.get_secret_value(), **options)
+    return client
 
 
 def refusal(error: BaseException) -> str | None:

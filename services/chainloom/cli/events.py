@@ -698,14 +698,14 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
     from chainloom.eventstore.api.app import cursor_key, serve
     from chainloom.eventstore.api.reads import StoreReads
     from chainloom.eventstore.api.stream_reads import FeedReads
-    from chainloom.eventstore.feed_redis import feed_from
+    from chainloom.eventstore.feed_redis import RedisVaaFeed, feed_from
 
     try:
         release = version("chainloom")
     except PackageNotFoundError:
         release = "0"
 
-    async def main(reads: StoreReads, feed_reads: FeedReads) -> None:
+    async def main(reads: StoreReads, feed_reads: FeedReads, feed: RedisVaaFeed | None) -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -721,16 +721,17 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
             on_ready=ready,
             version=release,
             stream_reads=feed_reads,
-            feed=feed_from(listen),
+            feed=feed,
         )
 
     try:
         cursor_key(listen.cursor_key_file)  # a bad key file stops it before anything starts
+        feed = feed_from(listen)  # so does a bad password or TLS file of api.feed_redis
         tables = open_store(settings)
     except StoreConfigError as error:
         fail(str(error))
     with _exporting("chainloom-events-api"), _store_errors(), tables:
         try:
-            asyncio.run(main(StoreReads(tables), FeedReads(tables)))
+            asyncio.run(main(StoreReads(tables), FeedReads(tables), feed))
         except OSError as error:
             fail(f"cannot listen on {listen.host}:{listen.port}: {error.strerror or error}")

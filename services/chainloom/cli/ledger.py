@@ -60,18 +60,19 @@ def _backend_options(function: F) -> F:
 
 def _feed_options(function: F) -> F:
     """``--feed-redis`` / ``--feed-channel``: the committed-ledger feed between ``load`` and
-    ``api`` when they run in different processes (docs/ledger-api.md, Subscriptions)."""
+    ``api`` when they run in different processes (``feed.*``; docs/ledger-api.md,
+    Subscriptions)."""
     options = [
         click.option(
             "--feed-redis",
-            envvar="CHAINLOOM_LEDGER_FEED_REDIS",
-            help="Redis URL of the committed-ledger feed (load announces, api listens).",
+            metavar="URL",
+            help="Redis URL of the committed-ledger feed: load announces, api listens "
+            "(feed.redis.url; its TLS, user and password file come from feed.redis).",
         ),
         click.option(
             "--feed-channel",
-            default="chainloom:ledger:committed",
-            show_default=True,
-            help="Redis pub/sub channel of the feed.",
+            help="Redis pub/sub channel of the feed (feed.channel; default "
+            "KEY_PREFIX:ledger:committed).",
         ),
     ]
     for option in reversed(options):
@@ -79,19 +80,9 @@ def _feed_options(function: F) -> F:
     return function
 
 
-def _open_feed(url: str | None, channel: str) -> Any:
-    """The Redis feed the flags name (``None`` without ``--feed-redis``)."""
-    if url is None:
-        return None
-    from chainloom.ledger.errors import LedgerConfigError
-    from chainloom.ledger.feed_redis import RedisFeed
-    from chainloom.urls import check_redis_url
-
-    try:
-        check_redis_url(url)
-    except ValueError as bad:
-        raise LedgerConfigError(f"--feed-redis: {bad}") from None
-    return RedisFeed(url, channel)
+def _feed_flags(feed_redis: str | None, feed_channel: str | None) -> dict[str, Any]:
+    """The feed flags as dotted settings (None: not given)."""
+    return {"feed.redis.url": feed_redis, "feed.channel": feed_channel}
 
 
 def _guard(function: F) -> F:
@@ -200,15 +191,17 @@ def load(
     quiet: bool,
     verify_state: bool,
     feed_redis: str | None,
-    feed_channel: str,
+    feed_channel: str | None,
     **options: Any,
 ) -> None:
     """Load a ledger dump (or a gRPC source) into the backend, resuming where it stopped."""
     from chainloom.ledger.etl import LedgerEtl
-    from chainloom.ledger.service import open_source
+    from chainloom.ledger.feed_redis import feed_from
+    from chainloom.ledger.service import open_backend, open_source
     from chainloom.telemetry import setup as setup_telemetry
 
-    feed = _open_feed(feed_redis, feed_channel)
+    loaded = _ledger_settings(options, _feed_flags(feed_redis, feed_channel))
+    feed = feed_from(loaded.feed)
     if dump is not None and grpc_address is None:
         check_input_file(dump, option="DUMP")
     source = open_source(dump=dump, grpc=grpc_address, start=start)
@@ -227,7 +220,7 @@ def load(
             err=True,
         )
 
-    backend = _open_backend(options, read_only=False)
+    backend = open_backend(loaded, read_only=False)
     observed = setup_telemetry("chainloom-ledger-etl")  # OTEL_* decides; off by default
     try:
         etl = LedgerEtl(backend, source, on_progress=report, verify_state=verify_state, feed=feed)
@@ -533,7 +526,7 @@ def api(
     forward_timeout: float | None,
     ws_queue_limit: int,
     feed_redis: str | None,
-    feed_channel: str,
+    feed_channel: str | None,
     **options: Any,
 ) -> None:
     """Serve rippled's JSON-RPC API (as Clio does) from the backend until interrupted;
@@ -542,6 +535,7 @@ def api(
     from importlib.metadata import PackageNotFoundError, version
 
     from chainloom.ledger.api.server import ApiOptions, serve
+    from chainloom.ledger.feed_redis import feed_from
     from chainloom.ledger.service import open_backend
 
     try:
@@ -549,14 +543,15 @@ def api(
     except PackageNotFoundError:
         __version__ = "0"
 
-    feed = _open_feed(feed_redis, feed_channel)
     loaded = _ledger_settings(
         options,
         {
             "forwarding.rippled": list(rippled) or None,
             "forwarding.request_timeout": forward_timeout,
+            **_feed_flags(feed_redis, feed_channel),
         },
     )
+    feed = feed_from(loaded.feed)
     backend = open_backend(loaded, read_only=True)
     settings = ApiOptions(
         workers=workers,

@@ -6,9 +6,11 @@ stream then reads the ``feed:`` rows from the store (:mod:`chainloom.eventstore.
 lost message costs the stream's poll interval, never a VAA. For the same reason the
 subscriber calls ``wake`` with no cursors after every (re)connection.
 
-The writer is never slowed by Redis: a publish has a one-second socket timeout, and after a
-failure publishing is skipped for :data:`PAUSE_AFTER_FAILURE` seconds (one log line each time),
-so an unreachable Redis costs at most one timeout per pause.
+The writer is hardly slowed by Redis: a publish waits at most ``api.feed_redis.timeout``
+(``connect_timeout`` to connect), and after a failure publishing is skipped for
+:data:`PAUSE_AFTER_FAILURE` seconds (one log line each time), so an unreachable Redis costs at
+most one timeout per pause. Connections are opened by :mod:`chainloom.redis_client` from the
+``api.feed_redis`` settings, so TLS, an ACL user and a password file work as for any Redis.
 """
 
 from __future__ import annotations
@@ -23,34 +25,37 @@ import redis
 from chainloom.backoff import Backoff
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.feed import FeedSubscription
+from chainloom.redis_client import redis_client, refusal
+from chainloom.settings.parts import RedisSettings
 from chainloom.urls import redact_url
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CHANNEL = "chainloom:eventstore:vaas"
-"""The channel of the default key prefix (``KEY_PREFIX:eventstore:vaas``)."""
+SETTING = "api.feed_redis"
+"""Where the feed's settings live in the event store's settings, for messages."""
 PAUSE_AFTER_FAILURE = 10.0
 """Seconds publishing is skipped after Redis failed to take a message."""
 RECONNECT = Backoff(initial=0.2, maximum=5.0)
 """Waits between the subscriber's reconnection attempts."""
-SOCKET_TIMEOUT = 1.0
+POLL_SECONDS = 1.0
+"""How long the subscriber waits for a message before checking whether it was closed."""
 
 
 class RedisVaaFeed:
     """:class:`~chainloom.eventstore.feed.VaaFeed` on a Redis channel."""
 
-    def __init__(self, url: str, channel: str = DEFAULT_CHANNEL) -> None:
-        self.url = url
-        self.channel = channel
-        self._client = redis.Redis.from_url(
-            url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT
-        )
+    def __init__(self, redis_settings: RedisSettings, channel: str | None = None) -> None:
+        """``channel`` defaults to ``KEY_PREFIX:eventstore:vaas``; the password and TLS files
+        are read and checked now (a :class:`~chainloom.credentials.CredentialsError`)."""
+        self.redis = redis_settings
+        self.channel = channel or f"{redis_settings.key_prefix}:eventstore:vaas"
+        self._client = redis_client(redis_settings, SETTING)
         self._paused_until = 0.0
 
     @property
     def where(self) -> str:
         """The Redis URL (password masked) and channel, for messages."""
-        return f"{redact_url(self.url)} channel {self.channel}"
+        return f"{redact_url(self.redis.url.get_secret_value())} channel {self.channel}"
 
     def publish(self, cursors: Sequence[str]) -> None:
         if not cursors or time.monotonic() < self._paused_until:
@@ -62,7 +67,7 @@ class RedisVaaFeed:
             log.warning(
                 "event feed: cannot publish on Redis %s (%s); the stream falls back to polling "
                 "for %g s",
-                self.where, type(error).__name__, PAUSE_AFTER_FAILURE,
+                self.where, _why(error), PAUSE_AFTER_FAILURE,
             )  # fmt: skip
 
     def subscribe(self, wake: Callable[[Sequence[str]], None]) -> FeedSubscription:
@@ -89,16 +94,16 @@ class _Listener:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(SOCKET_TIMEOUT * 3)
+        self._thread.join(POLL_SECONDS + self.feed.redis.timeout + 1)
 
     def _run(self) -> None:
         attempt = 0
         reported = False
         while not self._stop.is_set():
-            client = redis.Redis.from_url(
-                self.feed.url,
-                socket_timeout=SOCKET_TIMEOUT * 2,
-                socket_connect_timeout=SOCKET_TIMEOUT,
+            client = redis_client(
+                self.feed.redis,
+                SETTING,
+                socket_timeout=max(self.feed.redis.timeout, 2 * POLL_SECONDS),
             )
             try:
                 pubsub = client.pubsub(ignore_subscribe_messages=True)
@@ -108,7 +113,7 @@ class _Listener:
                 attempt, reported = 0, False
                 self.wake(())  # what was published while not listening is read from the store
                 while not self._stop.is_set():
-                    message = pubsub.get_message(timeout=SOCKET_TIMEOUT)
+                    message = pubsub.get_message(timeout=POLL_SECONDS)
                     if message is not None and message.get("type") == "message":
                         data = message["data"]
                         text = data.decode() if isinstance(data, bytes) else str(data)
@@ -119,7 +124,7 @@ class _Listener:
                     log.warning(
                         "event feed: cannot listen on Redis %s (%s); the stream polls the store "
                         "meanwhile",
-                        self.feed.where, type(error).__name__,
+                        self.feed.where, _why(error),
                     )  # fmt: skip
                     reported = True
                 self._stop.wait(RECONNECT.delay(attempt))
@@ -133,7 +138,9 @@ def feed_from(settings: EventsApiSettings) -> RedisVaaFeed | None:
     None when it is unset."""
     if settings.feed_redis is None:
         return None
-    return RedisVaaFeed(
-        settings.feed_redis.url.get_secret_value(),
-        f"{settings.feed_redis.key_prefix}:eventstore:vaas",
-    )
+    return RedisVaaFeed(settings.feed_redis)
+
+
+def _why(error: BaseException) -> str:
+    """What to log about a failure: the refusal (a setting to fix) or the error's kind."""
+    return refusal(error) or type(error).__name__

@@ -6,6 +6,8 @@ unknown key or a value of the wrong type with the dotted name of the key, becaus
 ``replication_factor`` or ``consistency`` silently falling back to a default would only show up
 as data loss later. Loaded by :func:`chainloom.settings.load_settings` (defaults < YAML file <
 ``CHAINLOOM_DATABASE__...`` environment < CLI flags); ``docs/configuration.md`` lists them.
+Besides the database: ``forwarding`` (the rippled servers the API forwards to) and ``feed``
+(the Redis channel from the ETL to the API's subscriptions).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pydantic import (
 from chainloom.ledger.errors import LedgerConfigError
 from chainloom.settings import BackoffSettings, CassandraSettings, ServiceSettings
 from chainloom.settings.loader import describe_validation_error
-from chainloom.settings.parts import REVEAL_SECRETS, Part
+from chainloom.settings.parts import REVEAL_SECRETS, Part, RedisSettings
 from chainloom.urls import check_server_url, redact_url
 
 BACKEND_TYPES = ("cassandra", "sqlite")
@@ -132,6 +134,33 @@ class ForwardingSettings(Part):
         return list(urls) if context.get(REVEAL_SECRETS) else [redact_url(url) for url in urls]
 
 
+class LedgerFeedSettings(Part):
+    """``feed``: the Redis pub/sub channel on which ``chainloom ledger load`` announces the
+    ledgers it commits and ``chainloom ledger api`` hears of them for its subscriptions, when
+    they run in different processes (``docs/ledger-api.md``, Subscriptions)."""
+
+    redis: RedisSettings | None = Field(
+        default=None,
+        description="Redis carrying the announcements (TLS, ACL user and password file as for "
+        "any Redis); null: no feed, the API notices new ledgers by its once-a-second range "
+        "refresh.",
+    )
+    channel: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Pub/sub channel of the announcements (channels are global to a Redis "
+        "server); null: KEY_PREFIX:ledger:committed, with feed.redis.key_prefix.",
+    )
+
+    @property
+    def channel_name(self) -> str:
+        """The channel in use: ``channel``, else the one of ``redis.key_prefix``."""
+        if self.channel is not None:
+            return self.channel
+        prefix = self.redis.key_prefix if self.redis is not None else RedisSettings().key_prefix
+        return f"{prefix}:ledger:committed"
+
+
 class LedgerSettings(ServiceSettings):
     """Everything the ledger ETL and its readers need."""
 
@@ -143,4 +172,8 @@ class LedgerSettings(ServiceSettings):
     forwarding: ForwardingSettings = Field(
         default_factory=ForwardingSettings,
         description="Where the ledger API forwards what needs a live rippled.",
+    )
+    feed: LedgerFeedSettings = Field(
+        default_factory=LedgerFeedSettings,
+        description="The committed-ledger feed from the ETL to the ledger API's subscriptions.",
     )

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -42,8 +43,19 @@ def _default(field: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
+def _optional_section(annotation: Any) -> type[BaseModel] | None:
+    """The model of a section that may be null (``RedisSettings | None``), else None."""
+    if get_origin(annotation) not in (Union, UnionType):
+        return None
+    members = [member for member in get_args(annotation) if member is not type(None)]
+    if len(members) == 1 and isinstance(members[0], type) and issubclass(members[0], BaseModel):
+        return members[0]
+    return None
+
+
 def _section(model: type[BaseModel], path: tuple[str, ...], service: bool) -> list[str]:
-    """Rows for ``model``'s fields, then its sections' rows (depth first)."""
+    """Rows for ``model``'s fields, then its sections' rows (depth first). A section that may
+    be null gets a row of its own (its default, what null means) before its fields' rows."""
     rows: list[str] = []
     nested: list[tuple[type[BaseModel], tuple[str, ...]]] = []
     for name, field in model.model_fields.items():
@@ -52,6 +64,9 @@ def _section(model: type[BaseModel], path: tuple[str, ...], service: bool) -> li
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             nested.append((annotation, where))
             continue
+        optional = _optional_section(annotation)
+        if optional is not None:
+            nested.append((optional, where))
         env = ENV_PREFIX + ENV_NESTED_DELIMITER.join(where).upper() if service else ""
         description = " ".join((field.description or "").split()).replace("|", "\\|")
         rows.append(

@@ -11,9 +11,11 @@ import time
 import uuid
 from typing import Any
 
+from pydantic import SecretStr
+
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.feed_redis import RedisVaaFeed
-from chainloom.settings import BigtableSettings
+from chainloom.settings import BigtableSettings, RedisSettings
 from chainloom_dev.net import free_port
 from chainloom_dev.sim.dev_guardians import DevGuardians
 from chainloom_dev.sim.vaa_workload import Mix, generate_vaas
@@ -27,7 +29,8 @@ def test_a_writer_in_another_process_wakes_the_stream(
     tables: BigtableTables, settings: BigtableSettings, redis_url: str
 ) -> None:
     prefix = f"test-{uuid.uuid4().hex[:8]}"
-    feed = RedisVaaFeed(redis_url, f"{prefix}:eventstore:vaas")
+    feed = RedisVaaFeed(RedisSettings(url=SecretStr(redis_url), key_prefix=prefix))
+    assert feed.channel == f"{prefix}:eventstore:vaas"
     vaas = list(generate_vaas(25, 5, KIT, Mix(duplicate=0, conflict=0)))
     # the stream polls the store only every 60 s: whatever arrives sooner came through Redis
     with running(tables, feed, stream_poll_interval=60) as base:
@@ -55,7 +58,9 @@ def test_a_writer_in_another_process_wakes_the_stream(
 
 
 def test_an_unreachable_redis_never_slows_the_writer(caplog: Any) -> None:
-    feed = RedisVaaFeed(f"redis://127.0.0.1:{free_port()}/0", "nowhere")
+    feed = RedisVaaFeed(
+        RedisSettings(url=SecretStr(f"redis://127.0.0.1:{free_port()}/0")), "nowhere"
+    )
     started = time.monotonic()
     for _ in range(50):
         feed.publish(["00000000000000000001:2:" + "00" * 32 + ":0000000000000001"])

@@ -3,9 +3,10 @@
 A store holds ledger 38129's real state; the API serves it and clients subscribe through
 xrpl-py's ``WebsocketClient`` and typed ``Subscribe`` requests; then the ETL loads the generated
 ledgers after it (the package's shared history) and announces each one, in process or through
-the stack's Redis from another process. Every subscriber must receive every ledger and every
-transaction exactly once, in ledger and ``TransactionIndex`` order, as the dump holds them
-(:mod:`tests.ledger_stream_support` reads the expectation from the dump with xrpl-py).
+Redis from another process (the stack's, and a private one asking for TLS and an ACL login).
+Every subscriber must receive every ledger and every transaction exactly once, in ledger and
+``TransactionIndex`` order, as the dump holds them (:mod:`tests.ledger_stream_support` reads
+the expectation from the dump with xrpl-py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import orjson
 import pytest
+from pydantic import SecretStr
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from xrpl.core import binarycodec
@@ -33,14 +35,14 @@ from xrpl.models.requests.subscribe import SubscribeBook
 
 from chainloom.ledger.api.server import ApiOptions, ServerThread
 from chainloom.ledger.backend import BackendInterface
-from chainloom.ledger.config import DatabaseSettings, SqliteSettings
+from chainloom.ledger.config import DatabaseSettings, LedgerSettings, SqliteSettings
 from chainloom.ledger.etl import LedgerEtl
 from chainloom.ledger.feed import LedgerFeed, LocalFeed
-from chainloom.ledger.feed_redis import RedisFeed
+from chainloom.ledger.feed_redis import RedisFeed, feed_from
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.ledger.xrpl import keylets
-from chainloom.settings import CassandraSettings
+from chainloom.settings import CassandraSettings, RedisSettings, load_settings
 from tests.ledger_api_support import FIRST, LEDGERS
 from tests.ledger_stream_support import (
     Collector,
@@ -49,6 +51,7 @@ from tests.ledger_stream_support import (
     expected_history,
     got_ledger,
 )
+from tests.secured_support import PrivateStack
 from tests.unit.ledger.xrpl.test_jsonform import normalize_decoded
 
 LAST = FIRST + LEDGERS
@@ -374,7 +377,7 @@ def test_through_redis_the_etl_in_another_process_reaches_every_subscriber(
 ) -> None:
     config = _store(history_dump, tmp_path)
     channel = f"test:{uuid.uuid4().hex}"
-    feed = RedisFeed(redis_url, channel)
+    feed = RedisFeed(RedisSettings(url=SecretStr(redis_url)), channel)
     options = ApiOptions(range_refresh_seconds=3600.0)  # only the feed announces ledgers
     for stage in _serve(history_dump, config, feed, options):
         with collectors(stage.url, 2) as subscribers:
@@ -390,6 +393,54 @@ def test_through_redis_the_etl_in_another_process_reaches_every_subscriber(
                 check=False,
             )  # fmt: skip
             assert loaded.returncode == 0, loaded.stderr
+            for collector in subscribers:
+                collector.wait_for(got_ledger(LAST, len(expected.transactions)))
+                assert _ledgers(collector) == expected.ledgers
+                assert _transactions(collector) == _in_order(expected)
+
+
+def test_through_a_secured_redis_tls_and_an_acl_user_the_feed_still_delivers(
+    history_dump: Path,
+    tmp_path: Path,
+    expected: ExpectedHistory,
+    secured_redis: PrivateStack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The feed set by ``CHAINLOOM_FEED__REDIS__...`` alone (no flags): rediss:// with the test
+    CA and a client certificate, the ACL user's password from its file."""
+    extra = secured_redis.extra("redis")
+    host, _ = secured_redis.address("redis")
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    for name, value in {
+        "URL": f"rediss://{host}:{extra['tls_port']}/0",
+        "USERNAME": extra["acl_user"],
+        "PASSWORD_FILE": extra["password_file"],
+        "TLS__CA_FILE": extra["ca_file"],
+        "TLS__CERT_FILE": extra["client_cert"],
+        "TLS__KEY_FILE": extra["client_key"],
+        "KEY_PREFIX": prefix,
+    }.items():
+        monkeypatch.setenv(f"CHAINLOOM_FEED__REDIS__{name}", value)
+    feed = feed_from(load_settings(LedgerSettings).feed)
+    assert feed is not None
+    assert feed.redis.uses_tls
+    assert feed.channel == f"{prefix}:ledger:committed"
+    config = _store(history_dump, tmp_path)
+    options = ApiOptions(range_refresh_seconds=3600.0)  # only the feed announces ledgers
+    for stage in _serve(history_dump, config, feed, options):
+        with collectors(stage.url, 2) as subscribers:
+            for collector in subscribers:
+                collector.subscribe(streams=LEDGER_AND_TRANSACTIONS)
+            loaded = subprocess.run(
+                [
+                    sys.executable, "-m", "chainloom", "ledger", "load", str(history_dump),
+                    "--sqlite-path", config.sqlite.path, "--quiet",
+                ],
+                capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+                check=False,
+            )  # fmt: skip
+            assert loaded.returncode == 0, loaded.stderr
+            assert "ledger feed" not in loaded.stderr  # every announcement was taken
             for collector in subscribers:
                 collector.wait_for(got_ledger(LAST, len(expected.transactions)))
                 assert _ledgers(collector) == expected.ledgers

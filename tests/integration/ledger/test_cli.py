@@ -148,7 +148,7 @@ def test_a_malformed_feed_url_exits_2_without_its_password(command: str, tmp_pat
         ledger, [command, "--feed-redis", url, "--sqlite-path", str(tmp_path / "x.db")]
     )
     assert result.exit_code == 2
-    assert "--feed-redis" in result.stderr
+    assert "command line: feed.redis.url" in result.stderr
     assert "s3cret" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 

@@ -35,3 +35,10 @@ def test_check_reports_a_stale_copy_and_writes_nothing(tmp_path: Path, capsys):
     assert f"{copy}: stale" in capsys.readouterr().out
     assert main([str(copy)]) == 0
     assert copy.read_text() == DOC.read_text()
+
+
+def test_a_section_that_may_be_null_has_its_row_and_its_fields_rows():
+    rows = [line.split(" | ")[:3] for line in render().splitlines() if line.startswith("| `feed.")]
+    assert rows[0] == ["| `feed.redis`", "`null`", "`CHAINLOOM_FEED__REDIS`"]
+    assert ["| `feed.redis.tls.ca_file`", "`null`", "`CHAINLOOM_FEED__REDIS__TLS__CA_FILE`"] in rows
+    assert ["| `feed.redis.username`", "`null`", "`CHAINLOOM_FEED__REDIS__USERNAME`"] in rows
