@@ -699,6 +699,7 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
     from chainloom.eventstore.api.reads import StoreReads
     from chainloom.eventstore.api.stream_reads import FeedReads
     from chainloom.eventstore.feed_redis import feed_from
+    from chainloom.eventstore.redemptions_redis import redemptions_from
 
     try:
         release = version("chainloom")
@@ -722,10 +723,12 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
             version=release,
             stream_reads=feed_reads,
             feed=feed_from(listen),
+            redemptions=redemptions,
         )
 
     try:
         cursor_key(listen.cursor_key_file)  # a bad key file stops it before anything starts
+        redemptions = redemptions_from(listen)
         tables = open_store(settings)
     except StoreConfigError as error:
         fail(str(error))

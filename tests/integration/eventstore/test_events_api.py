@@ -36,6 +36,7 @@ from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.feed import VaaFeed
 from chainloom.eventstore.queries import EventReader
+from chainloom.eventstore.redemptions import Redemptions
 from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
 from chainloom.wormhole import (
@@ -68,9 +69,14 @@ class Served:
 
 
 @contextlib.contextmanager
-def running(tables: BigtableTables, feed: VaaFeed | None = None, **settings: Any) -> Iterator[str]:
-    """``serve`` on a free port in a thread of its own (the stream woken by ``feed``); the
-    base URL."""
+def running(
+    tables: BigtableTables,
+    feed: VaaFeed | None = None,
+    redemptions: Redemptions | None = None,
+    **settings: Any,
+) -> Iterator[str]:
+    """``serve`` on a free port in a thread of its own (the stream woken by ``feed``, the
+    operations' redemptions from ``redemptions``); the base URL."""
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     bound: list[int] = []
@@ -90,6 +96,7 @@ def running(tables: BigtableTables, feed: VaaFeed | None = None, **settings: Any
                 on_ready=on_ready,
                 stream_reads=FeedReads(tables),
                 feed=feed,
+                redemptions=redemptions,
             )
 
         try:
