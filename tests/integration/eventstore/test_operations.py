@@ -24,6 +24,7 @@ from chainloom.eventstore.redemptions_redis import RelayRedemptions
 from chainloom.relayer.model import Outcome, RelayRequest, Table
 from chainloom.relayer.tables import Move, RelayTables
 from chainloom.wormhole import VAA, parse_vaa
+from chainloom_dev.net import free_port
 from tests.integration.eventstore.filter_dataset import inputs
 from tests.integration.eventstore.test_events_api import fetch, running
 from tests.integration.eventstore.test_filter_index import store
@@ -186,3 +187,18 @@ def test_the_list_refuses_what_the_vaas_list_refuses(stored: BigtableTables) -> 
         code, _, body = fetch(f"{base}/api/v1/operations?bogus=1")
         assert code == 400
         assert json.loads(body)["parameter"] == "bogus"
+
+
+def test_an_unreachable_relayer_redis_is_one_line_503(stored: BigtableTables) -> None:
+    client = redis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_timeout=2)
+    transfer = _transfers()[0]
+    with running(stored, redemptions=RelayRedemptions(RelayTables(client))) as base:
+        code, _, body = fetch(f"{base}/api/v1/operations/{transfer.message_id}")
+        assert code == 503
+        answer = json.loads(body)
+        assert answer["error"] == "unavailable"
+        assert "Redis at 127.0.0.1:" in answer["reason"]
+        assert "\n" not in answer["reason"]
+        code, _, _ = fetch(f"{base}/api/v1/vaas/{transfer.message_id}")
+        assert code == 200  # the store's routes keep answering
+    client.close()
