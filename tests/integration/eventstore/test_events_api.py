@@ -375,7 +375,7 @@ def test_an_unreachable_store_is_a_503_in_one_line(
     assert "\n" not in body["reason"]
 
 
-def _cli_env(settings: BigtableSettings) -> dict[str, str]:
+def cli_env(settings: BigtableSettings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_BIGTABLE")}
     env |= {
         "CHAINLOOM_BIGTABLE__PROJECT": settings.project or "",
@@ -388,7 +388,7 @@ def _cli_env(settings: BigtableSettings) -> dict[str, str]:
 def test_the_cli_serves_until_sigterm(settings: BigtableSettings) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "chainloom", "events", "api", "--port", "0"],
-        env=_cli_env(settings),
+        env=cli_env(settings),
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -411,7 +411,7 @@ def test_the_cli_serves_until_sigterm(settings: BigtableSettings) -> None:
 
 
 def test_the_cli_refuses_missing_tables(settings: BigtableSettings) -> None:
-    env = _cli_env(settings) | {"CHAINLOOM_BIGTABLE__TABLE": "no-such-table"}
+    env = cli_env(settings) | {"CHAINLOOM_BIGTABLE__TABLE": "no-such-table"}
     done = subprocess.run(
         [sys.executable, "-m", "chainloom", "events", "api", "--port", "0"],
         env=env,

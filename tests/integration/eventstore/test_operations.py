@@ -10,6 +10,10 @@ filters, page after page.
 from __future__ import annotations
 
 import json
+import re
+import signal
+import subprocess
+import sys
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -23,10 +27,11 @@ from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.redemptions_redis import RelayRedemptions
 from chainloom.relayer.model import Outcome, RelayRequest, Table
 from chainloom.relayer.tables import Move, RelayTables
+from chainloom.settings import BigtableSettings
 from chainloom.wormhole import VAA, parse_vaa
 from chainloom_dev.net import free_port
 from tests.integration.eventstore.filter_dataset import inputs
-from tests.integration.eventstore.test_events_api import fetch, running
+from tests.integration.eventstore.test_events_api import cli_env, fetch, running
 from tests.integration.eventstore.test_filter_index import store
 from tests.unit.eventstore.api.schema_check import check
 
@@ -202,3 +207,39 @@ def test_an_unreachable_relayer_redis_is_one_line_503(stored: BigtableTables) ->
         code, _, _ = fetch(f"{base}/api/v1/vaas/{transfer.message_id}")
         assert code == 200  # the store's routes keep answering
     client.close()
+
+
+def test_the_cli_reads_the_relayer_tables_api_relay_redis_names(
+    stored: BigtableTables, settings: BigtableSettings, redis_url: str, relayed: RelayTables
+) -> None:
+    completed, pending, failed = _transfers()[:3]
+    _relay(relayed, completed, pending, failed)
+    env = cli_env(settings) | {
+        "CHAINLOOM_BIGTABLE__INDEX_TABLE": settings.index_table,
+        "CHAINLOOM_API__RELAY_REDIS__URL": redis_url,
+        "CHAINLOOM_API__RELAY_REDIS__KEY_PREFIX": relayed.prefix,
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chainloom", "events", "api", "--port", "0"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"events api on http://127\.0\.0\.1:(\d+)/", line)
+        assert found, line
+        base = f"http://127.0.0.1:{found.group(1)}"
+        code, _, body = fetch(f"{base}/api/v1/operations/{completed.message_id}")
+        assert code == 200, body
+        target = json.loads(body)["targetChain"]
+        assert (target["status"], target["transaction"]) == ("completed", {"txHash": REDEEMED})
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
