@@ -699,6 +699,7 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
     from chainloom.eventstore.api.reads import StoreReads
     from chainloom.eventstore.api.stream_reads import FeedReads
     from chainloom.eventstore.feed_redis import RedisVaaFeed, feed_from
+    from chainloom.eventstore.redemptions_redis import redemptions_from
 
     try:
         release = version("chainloom")
@@ -722,11 +723,13 @@ def api(ctx: click.Context, host: str | None, port: int | None) -> None:
             version=release,
             stream_reads=feed_reads,
             feed=feed,
+            redemptions=redemptions,
         )
 
     try:
         cursor_key(listen.cursor_key_file)  # a bad key file stops it before anything starts
         feed = feed_from(listen)  # so does a bad password or TLS file of api.feed_redis
+        redemptions = redemptions_from(listen)
         tables = open_store(settings)
     except StoreConfigError as error:
         fail(str(error))

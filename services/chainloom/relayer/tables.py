@@ -536,6 +536,17 @@ class RelayTables:
         )
 
     @_translating_redis_errors
+    def completed_entry(self, chain: int, digest: str) -> dict[str, Any] | None:
+        """One request's record in the Completed log of ``chain`` (as in :meth:`completed_log`),
+        or None when it is not there."""
+        validate_digest(digest)
+        raw = sync(self.client.hget(self.key("completed", chain, "log"), digest))
+        if raw is None:
+            return None
+        record = orjson.loads(raw)
+        return {**(record.pop("request") or {}), **record}
+
+    @_translating_redis_errors
     def completed_log(self, chain: int) -> dict[str, dict[str, Any]]:
         """The Completed log of ``chain``: digest -> the request's last state (retries,
         rollbacks, submission id, ...) with ``outcome``, ``completed_at`` and ``worker``."""

@@ -36,6 +36,7 @@ from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.bigtable import BigtableTables
 from chainloom.eventstore.feed import VaaFeed
 from chainloom.eventstore.queries import EventReader
+from chainloom.eventstore.redemptions import Redemptions
 from chainloom.eventstore.writer import EventWriter
 from chainloom.settings import BigtableSettings
 from chainloom.wormhole import (
@@ -68,9 +69,14 @@ class Served:
 
 
 @contextlib.contextmanager
-def running(tables: BigtableTables, feed: VaaFeed | None = None, **settings: Any) -> Iterator[str]:
-    """``serve`` on a free port in a thread of its own (the stream woken by ``feed``); the
-    base URL."""
+def running(
+    tables: BigtableTables,
+    feed: VaaFeed | None = None,
+    redemptions: Redemptions | None = None,
+    **settings: Any,
+) -> Iterator[str]:
+    """``serve`` on a free port in a thread of its own (the stream woken by ``feed``, the
+    operations' redemptions from ``redemptions``); the base URL."""
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     bound: list[int] = []
@@ -90,6 +96,7 @@ def running(tables: BigtableTables, feed: VaaFeed | None = None, **settings: Any
                 on_ready=on_ready,
                 stream_reads=FeedReads(tables),
                 feed=feed,
+                redemptions=redemptions,
             )
 
         try:
@@ -368,7 +375,7 @@ def test_an_unreachable_store_is_a_503_in_one_line(
     assert "\n" not in body["reason"]
 
 
-def _cli_env(settings: BigtableSettings) -> dict[str, str]:
+def cli_env(settings: BigtableSettings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_BIGTABLE")}
     env |= {
         "CHAINLOOM_BIGTABLE__PROJECT": settings.project or "",
@@ -381,7 +388,7 @@ def _cli_env(settings: BigtableSettings) -> dict[str, str]:
 def test_the_cli_serves_until_sigterm(settings: BigtableSettings) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "chainloom", "events", "api", "--port", "0"],
-        env=_cli_env(settings),
+        env=cli_env(settings),
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -404,7 +411,7 @@ def test_the_cli_serves_until_sigterm(settings: BigtableSettings) -> None:
 
 
 def test_the_cli_refuses_missing_tables(settings: BigtableSettings) -> None:
-    env = _cli_env(settings) | {"CHAINLOOM_BIGTABLE__TABLE": "no-such-table"}
+    env = cli_env(settings) | {"CHAINLOOM_BIGTABLE__TABLE": "no-such-table"}
     done = subprocess.run(
         [sys.executable, "-m", "chainloom", "events", "api", "--port", "0"],
         env=env,

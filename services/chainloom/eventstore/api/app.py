@@ -49,7 +49,9 @@ from chainloom.eventstore.filter_index import Filters
 from chainloom.eventstore.filter_scan import FilteredPage
 from chainloom.eventstore.keys import MessageKey, normalize_tx_id
 from chainloom.eventstore.queries import StoredMessage
+from chainloom.eventstore.redemptions import Redemptions
 from chainloom.eventstore.rollups import Volume
+from chainloom.relayer.errors import TablesUnavailableError
 from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
 from chainloom.web.server import WebServer
@@ -141,6 +143,8 @@ class EventsApi:
         """The key list cursors are MACed with (:mod:`chainloom.eventstore.api.params`)."""
         self.stream: StreamHub | None = None
         """The event stream's hub (set by :func:`serve`; None: the stream answers 503)."""
+        self.redemptions: Redemptions | None = None
+        """The relayer's tables (set by :func:`serve`; None: redemptions are unknown)."""
 
     @property
     def in_flight(self) -> int:
@@ -321,6 +325,7 @@ def events_app(api: EventsApi) -> FastAPI:
     app.add_exception_handler(ApiError, refused)
     app.add_exception_handler(StoreUnavailableError, outage)
     app.add_exception_handler(TableMissingError, outage)
+    app.add_exception_handler(TablesUnavailableError, outage)
     conventions.install(app, settings)
     from chainloom.eventstore.api import stream_routes  # noqa: PLC0415 (it imports this module)
 
@@ -416,11 +421,15 @@ def events_app(api: EventsApi) -> FastAPI:
         return page(found, more, chain_id)
 
     _index_routes(app, api)
-    from chainloom.eventstore.api import tool_routes  # noqa: PLC0415 (it imports this module)
+    from chainloom.eventstore.api import (  # noqa: PLC0415 (they import this module)
+        operation_routes,
+        tool_routes,
+    )
 
     tool_routes.add_routes(app, api)
     filter_routes.add_routes(app, api)
     volume_routes.add_routes(app, api)
+    operation_routes.add_routes(app, api)
     return app
 
 
@@ -559,18 +568,21 @@ async def serve(
     version: str = "0",
     stream_reads: StreamReads | None = None,
     feed: VaaFeed | None = None,
+    redemptions: Redemptions | None = None,
 ) -> None:
     """Check the store, serve until ``stop`` is set, then drain.
 
-    ``stream_reads`` (the ``feed:`` rows) enables ``/api/v1/vaas/stream``; ``feed`` wakes it as
-    soon as a writer publishes (without it the stream polls every ``api.stream_poll_interval``).
+        ``stream_reads`` (the ``feed:`` rows) enables ``/api/v1/vaas/stream``; ``feed`` wakes it as
+        soon as a writer publishes (without it the stream polls every ``api.stream_poll_interval``).
+    ``redemptions`` (the relayer's tables) gives the operations routes the target-chain side.
 
-    Raises TableMissingError or StoreUnavailableError when the store cannot be read at start,
-    and OSError when the address cannot be bound.
+        Raises TableMissingError or StoreUnavailableError when the store cannot be read at start,
+        and OSError when the address cannot be bound.
     """
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, reads.check)
     api = EventsApi(reads, settings, version=version)
+    api.redemptions = redemptions
     if stream_reads is not None:
         api.stream = StreamHub(
             stream_reads,

@@ -133,6 +133,12 @@ class EventsApiSettings(Part):
         "KEY_PREFIX:eventstore:vaas), so the stream hears of them at once; unset: the stream "
         "polls the store every stream_poll_interval.",
     )
+    relay_redis: RedisSettings | None = Field(
+        default=None,
+        description="The relayer's Redis (its tables, key_prefix as the relayer's, e.g. "
+        "chainloom:relay:v1): the operations routes read a transfer's redemption from it; "
+        "unset: the target side's status is unknown.",
+    )
 
     @model_validator(mode="after")
     def _default_within_max(self) -> EventsApiSettings:

@@ -31,7 +31,9 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _query(*names: str) -> Callable[[Request], Awaitable[dict[str, str]]]:
+def query_of(*names: str) -> Callable[[Request], Awaitable[dict[str, str]]]:
+    """A dependency refusing query parameters other than ``names`` (and repeated ones)."""
+
     async def query(request: Request) -> dict[str, str]:
         return params.parse_query("?" + request.url.query, names)
 
@@ -115,7 +117,7 @@ def add_routes(app: FastAPI, api: EventsApi) -> None:
         responses=_RESPONSES,
     )
     async def list_vaas(
-        query: Annotated[dict[str, str], Depends(_query(*filter_params.LIST_PARAMETERS))],
+        query: Annotated[dict[str, str], Depends(query_of(*filter_params.LIST_PARAMETERS))],
         *,
         source_chain: SourceChain = None,
         target_chain: TargetChain = None,
@@ -165,7 +167,7 @@ def add_routes(app: FastAPI, api: EventsApi) -> None:
                 max_length=128,
             ),
         ],
-        query: Annotated[dict[str, str], Depends(_query(*filter_params.ADDRESS_PARAMETERS))],
+        query: Annotated[dict[str, str], Depends(query_of(*filter_params.ADDRESS_PARAMETERS))],
         *,
         payload_type: PayloadType = None,
         from_: From = None,
