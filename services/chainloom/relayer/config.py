@@ -143,6 +143,12 @@ class RelayerWorkerSettings(Part):
     reap_every: float = Field(
         default=5.0, ge=0, description="Seconds between two passes of the reaper."
     )
+    balance_every: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds between two reads of the wallet's balance (evm adapter): the "
+        "chainloom.relayer.wallet.balance gauge and the P:balances hash in Redis.",
+    )
     stop_when_idle: float | None = Field(
         default=None,
         ge=0,

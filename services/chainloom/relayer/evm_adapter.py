@@ -242,6 +242,13 @@ class EvmAdapter:
             raise SubmitError(f"isTransferCompleted on chain {self.chain_id}: {error}") from None
         return completed
 
+    def balance(self, address: str) -> int:
+        """The wallet's native balance in wei (``eth_getBalance`` at the latest block)."""
+        try:
+            return int(self._w3.eth.get_balance(Web3.to_checksum_address(address)))
+        except (OSError, Web3Exception, ValueError) as error:
+            raise SubmitError(f"balance on chain {self.chain_id}: {error}") from None
+
     def redeemed_many(self, vaas: Sequence[bytes]) -> list[bool]:
         """:meth:`is_redeemed` of each VAA, all in one JSON-RPC batch request."""
         digests = [_digest(vaa) for vaa in vaas]

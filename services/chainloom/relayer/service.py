@@ -102,6 +102,7 @@ def build_worker(
         idle_sleep=options.idle_sleep,
         recheck=options.recheck,
         reap_every=options.reap_every,
+        balance_every=options.balance_every,
         stop_when_idle=options.stop_when_idle,
     )
     return Worker(tables, adapter, wallet, pacing)
