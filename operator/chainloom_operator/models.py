@@ -205,6 +205,13 @@ class ChainSpec(Spec):
         default_factory=dict,
         description="Contract addresses on the chain by role (token_bridge, core, ...).",
     )
+    min_balance: str | None = Field(
+        default=None,
+        pattern=r"^[0-9]{1,78}$",
+        description="Smallest balance a wallet of this chain should hold, in the chain's "
+        "smallest unit (wei) as a decimal string; below it the pool gets the LowBalance "
+        "condition and a Warning event (balances come from the workers through Redis).",
+    )
     wallets: tuple[WalletSpec, ...] = Field(
         max_length=16,
         description="The wallets (one worker each, so two workers never share a wallet); "
@@ -258,8 +265,22 @@ class WorkerStatus(StatusPart):
     ready: bool = Field(description="The worker's pod is available.")
 
 
+class PoolCondition(Condition):
+    """A condition of a RelayerPool: Ready, Progressing, Degraded, and LowBalance (a wallet
+    holds less than its chain's ``minBalance``)."""
+
+    type: Literal["Ready", "Progressing", "Degraded", "LowBalance", "ReconciliationPaused"] = Field(
+        description="Condition type."
+    )  # type: ignore[assignment]
+
+
 class RelayerPoolStatus(Status):
     """What the operator last saw of the pool."""
+
+    conditions: tuple[PoolCondition, ...] = Field(
+        default=(),
+        description="Ready, Progressing, Degraded, LowBalance (and ReconciliationPaused).",
+    )
 
     listener_ready_replicas: int = Field(default=0, description="Available listener pods.")
     workers: tuple[WorkerStatus, ...] = Field(default=(), description="Per {chain, wallet}.")

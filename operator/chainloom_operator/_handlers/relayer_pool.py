@@ -28,10 +28,16 @@ from chainloom_operator._handlers.shared import (
 )
 from chainloom_operator._kube import Cluster
 from chainloom_operator._render.relayer import render_relayer_pool, secret_references
-from chainloom_operator._render.status import Failure, relayer_pool_status
+from chainloom_operator._render.status import (
+    Failure,
+    conditions,
+    low_balance_verdict,
+    previous_verdict,
+    relayer_pool_status,
+)
 from chainloom_operator.config import OperatorSettings
 from chainloom_operator.errors import SpecError
-from chainloom_operator.models import GROUP, VERSION, RelayerPoolSpec
+from chainloom_operator.models import GROUP, VERSION, PoolCondition, RelayerPoolSpec
 
 KIND = "RelayerPool"
 POOL_KINDS = (("v1", "ConfigMap"), ("v1", "Service"), ("apps/v1", "Deployment"),
@@ -58,9 +64,10 @@ def refresh_pool_status(
     owner = owner_of(KIND, body)
     spec = spec_of(RelayerPoolSpec, body["spec"])
     deployments = cluster.children(owner, (("apps/v1", "Deployment"),))
+    previous = previous_conditions(body)
     status = relayer_pool_status(spec, deployments, generation=owner.generation,
-                                 previous=previous_conditions(body), now=now(),
-                                 failure=failure)  # fmt: skip
+                                 previous=previous, now=now(), failure=failure,
+                                 low_balance=previous_verdict(previous, "LowBalance"))  # fmt: skip
     cluster.patch_status(PLURALS[KIND], owner.namespace, owner.name,
                          status.model_dump(mode="json", by_alias=True))  # fmt: skip
     return None
@@ -85,14 +92,31 @@ def pool_child_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> N
 
 
 def recheck_queues(cluster: Cluster, settings: OperatorSettings, stop: threading.Event) -> None:
-    """Patch each RelayerPool's ``queueDepths`` (pools whose Redis can be read)."""
+    """Patch each RelayerPool's ``queueDepths`` and its LowBalance condition (pools whose
+    Redis can be read); a wallet newly below its chain's ``minBalance`` is a Warning event."""
     for body in listed(cluster, KIND, settings.namespaces):
         if stop.is_set():
             return
         try:
-            depths = _queues.queue_depths(spec_of(RelayerPoolSpec, body["spec"]))
+            spec = spec_of(RelayerPoolSpec, body["spec"])
         except SpecError:
             continue
-        if depths is not None:
-            cluster.patch_status(PLURALS[KIND], body["metadata"]["namespace"],
-                                 body["metadata"]["name"], {"queueDepths": depths})  # fmt: skip
+        readings = _queues.pool_readings(spec)
+        if readings is None:
+            continue
+        depths, balances = readings
+        patch: dict[str, Any] = {"queueDepths": depths}
+        verdict = low_balance_verdict(spec, balances)
+        previous = previous_conditions(body)
+        before = previous_verdict(previous, "LowBalance")
+        if verdict is not None and verdict != before:
+            generation = body["metadata"].get("generation", 0)
+            [changed] = conditions(
+                {"LowBalance": verdict}, generation, previous, now(), PoolCondition
+            )
+            kept = [c for c in previous if c.get("type") != "LowBalance"]
+            patch["conditions"] = [*kept, changed.model_dump(mode="json", by_alias=True)]
+            if verdict.status == "True" and (before is None or before.status != "True"):
+                cluster.post_event(body, "LowBalance", verdict.message)
+        cluster.patch_status(PLURALS[KIND], body["metadata"]["namespace"],
+                             body["metadata"]["name"], patch)  # fmt: skip

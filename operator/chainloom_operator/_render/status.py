@@ -28,6 +28,7 @@ from chainloom_operator.models import (
     Drift,
     IngestPipelineSpec,
     IngestPipelineStatus,
+    PoolCondition,
     RelayerPoolSpec,
     RelayerPoolStatus,
     WorkerStatus,
@@ -145,8 +146,10 @@ def relayer_pool_status(
     now: str,
     failure: Failure | None = None,
     queue_depths: Mapping[str, int] | None = None,
+    low_balance: Verdict | None = None,
 ) -> RelayerPoolStatus:
-    """The pool's status from its observed Deployments (found by the owner's labels)."""
+    """The pool's status from its observed Deployments (found by the owner's labels), with
+    the LowBalance verdict when the balances were judged (:func:`low_balance_verdict`)."""
     by_component: dict[tuple[str, str, str], Mapping[str, Any]] = {}
     for deployment in deployments:
         found = deployment.get("metadata", {}).get("labels", {})
@@ -182,13 +185,41 @@ def relayer_pool_status(
         )
     return RelayerPoolStatus(
         observed_generation=generation,
-        conditions=conditions(_verdicts(ready, ready.status != "True", failure), generation,
-                              previous, now),
+        conditions=conditions({**_verdicts(ready, ready.status != "True", failure),
+                               **({"LowBalance": low_balance} if low_balance else {})},
+                              generation, previous, now, PoolCondition),
         listener_ready_replicas=listener_ready.get("availableReplicas", 0),
         workers=workers,
         ready_workers=f"{ready_count}/{len(workers)}",
         queue_depths=dict(queue_depths or {}),
     )  # fmt: skip
+
+
+def low_balance_verdict(
+    spec: RelayerPoolSpec, balances: Mapping[tuple[int, str], int]
+) -> Verdict | None:
+    """LowBalance from the balances the workers published (``(chain, address) -> wei``):
+    True naming every wallet under its chain's ``minBalance``; None when no chain sets one."""
+    minimums = {c.chain: int(c.min_balance) for c in spec.chains if c.min_balance is not None}
+    if not minimums:
+        return None
+    low = [
+        f"{address} on chain {chain} holds {wei} (minBalance {minimums[chain]})"
+        for (chain, address), wei in sorted(balances.items())
+        if chain in minimums and wei < minimums[chain]
+    ]
+    if low:
+        return Verdict("True", "BalanceBelowMinimum", "; ".join(low))
+    return Verdict("False", "BalancesAboveMinimum", "every published wallet balance is enough")
+
+
+def previous_verdict(previous: Sequence[Mapping[str, Any]], kind: str) -> Verdict | None:
+    """A condition of the status as it was, as a verdict (to carry it over unchanged)."""
+    for condition in previous:
+        if condition.get("type") == kind and condition.get("status") in ("True", "False"):
+            return Verdict(condition["status"], condition.get("reason", ""),
+                           condition.get("message", ""))  # fmt: skip
+    return None
 
 
 SPARK_STATES = {

@@ -26,7 +26,8 @@ A file (``--config`` or ``$CHAINLOOM_RELAYER_CONFIG``) is YAML (JSON is YAML too
       - {chain: 2, rpc_url: "http://127.0.0.1:8545", evm_chain_id: 1337002,
          token_bridge: "0x...", confirmations: 1, gas: {max_fee_gwei: 200}}
     public_rpc: {endpoints: ["https://api.wormholescan.io"]}   # missed-VAA recovery (optional)
-    recovery: {grace: 30, check_interval: 5, retry_after: 60}
+    recovery: {grace: 30, check_interval: 5, retry_after: 60,   # state kept in Redis
+               start_sequences: [{chain: 2, address: "0x...", sequence: 120000}]}
 
 The environment sets the same fields: ``CHAINLOOM_REDIS__URL``, ``CHAINLOOM_REST__PORT``,
 ``CHAINLOOM_TARGET_CHAINS='[2, 4]'`` (lists and sections are JSON, never code).
@@ -51,6 +52,7 @@ from chainloom.settings import (
 from chainloom.settings.emitters import EMITTER_PRESETS, Address32, ChainId, EmitterSettings
 from chainloom.settings.gaps import GapRecoverySettings
 from chainloom.settings.parts import Part
+from chainloom.wormhole.sequences import MAX_SEQUENCE
 
 
 class TokenRule(Part):
@@ -141,6 +143,12 @@ class RelayerWorkerSettings(Part):
     reap_every: float = Field(
         default=5.0, ge=0, description="Seconds between two passes of the reaper."
     )
+    balance_every: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds between two reads of the wallet's balance (evm adapter): the "
+        "chainloom.relayer.wallet.balance gauge and the P:balances hash in Redis.",
+    )
     stop_when_idle: float | None = Field(
         default=None,
         ge=0,
@@ -148,8 +156,32 @@ class RelayerWorkerSettings(Part):
     )
 
 
+class StartSequence(Part):
+    """Where recovery of one emitter starts when Redis holds no state of it yet."""
+
+    chain: ChainId = Field(description="The emitter's chain (id or name).")
+    address: Address32 = Field(description="The emitter's address (20 or 32 bytes of hex).")
+    sequence: int = Field(
+        ge=0,
+        le=MAX_SEQUENCE,
+        description="The first sequence to relay: every later one not heard from the spy is "
+        "fetched from the public API.",
+    )
+
+
 class RecoverySettings(GapRecoverySettings):
     """Missed-VAA recovery of the listener (on only when public_rpc.endpoints are set)."""
+
+    persist: bool = Field(
+        default=True,
+        description="Keep each emitter's sequence state (last seen, open gaps) in the relay "
+        "tables' Redis, so a restarted listener resumes from it instead of starting over.",
+    )
+    start_sequences: tuple[StartSequence, ...] = Field(
+        default=(),
+        description="Per emitter, the first sequence to relay when Redis holds no state of "
+        "that emitter (without one, its track starts at the first sequence seen).",
+    )
 
 
 class RelayerSettings(ServiceSettings):

@@ -48,6 +48,8 @@ from chainloom.relayer.errors import (
     SubmitError,
     UnknownSubmissionError,
 )
+from chainloom.relayer.evm_endpoints import EndpointPool, redacted
+from chainloom.relayer.evm_provider import FailoverProvider
 from chainloom.relayer.evm_settings import EvmChainSettings
 from chainloom.relayer.model import Finality
 from chainloom.relayer.wallet import Wallet
@@ -167,16 +169,23 @@ class EvmAdapter:
     def __init__(self, settings: EvmChainSettings) -> None:
         self.settings = settings
         self.chain_id = settings.chain
+        failover = settings.failover
+        self.endpoints = EndpointPool(
+            settings.chain,
+            settings.endpoints(),
+            failover.backoff.schedule(),
+            max_lag_blocks=failover.max_lag_blocks,
+        )
+        """The chain's RPC endpoints and their health (failover: docs/evm.md)."""
         # web3 checks the chain id before every call it validates: answer that from a cache
         # (only eth_chainId: blocks and receipts must stay live for the reorg check).
-        self._w3 = Web3(
-            Web3.HTTPProvider(
-                settings.rpc_url,
-                request_kwargs={"timeout": settings.rpc_timeout},
-                cache_allowed_requests=True,
-                cacheable_requests={RPCEndpoint("eth_chainId")},
-            )
+        self._provider = FailoverProvider(
+            self.endpoints,
+            timeout=settings.rpc_timeout,
+            health_interval=failover.health_interval,
+            cacheable={RPCEndpoint("eth_chainId")},
         )
+        self._w3 = Web3(self._provider)
         abi, _ = contract("ChainloomTokenBridge")
         self._bridge = self._w3.eth.contract(
             address=Web3.to_checksum_address(settings.token_bridge), abi=abi
@@ -187,28 +196,42 @@ class EvmAdapter:
         self._base_fee = (0, -_BASE_FEE_TTL)  # (wei, monotonic time it was read)
 
     def __repr__(self) -> str:
-        return f"EvmAdapter(chain={self.chain_id}, rpc={self.settings.rpc_url})"
+        return f"EvmAdapter(chain={self.chain_id}, rpc={redacted(self.endpoints.current.url)})"
 
     # start-up ---------------------------------------------------------------------------
     def check_chain(self) -> None:
-        """Refuse an endpoint that serves another chain (ConfigError) or does not answer."""
-        try:
-            served = self._w3.eth.chain_id
-            code = self._w3.eth.get_code(self._bridge.address)
-        except (OSError, Web3Exception, ValueError) as error:
-            raise ConfigError(
-                f"evm chain {self.chain_id}: {self.settings.rpc_url} does not answer: {error}"
-            ) from None
-        if served != self.settings.evm_chain_id:
-            raise ConfigError(
-                f"evm chain {self.chain_id}: {self.settings.rpc_url} serves EVM chain id "
-                f"{served}, not the configured {self.settings.evm_chain_id}"
-            )
-        if not code:
-            raise ConfigError(
-                f"evm chain {self.chain_id}: no contract at token_bridge "
-                f"{self.settings.token_bridge} on {self.settings.rpc_url}"
-            )
+        """Refuse endpoints that serve another chain (ConfigError), or when none answers;
+        one that does not answer yet is only set aside (a warning)."""
+        answered = 0
+        for url in self.settings.endpoints():
+            where = redacted(url)
+            w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": self.settings.rpc_timeout}))
+            try:
+                served = w3.eth.chain_id
+                code = w3.eth.get_code(self._bridge.address)
+            except (OSError, Web3Exception, ValueError) as error:
+                logger.warning(
+                    "evm chain %s: endpoint %s does not answer: %s",
+                    self.chain_id,
+                    where,
+                    type(error).__name__,
+                )
+                endpoint = next(e for e in self.endpoints.endpoints if e.url == url)
+                self.endpoints.failed(endpoint, "no answer at start", time.monotonic())
+                continue
+            if served != self.settings.evm_chain_id:
+                raise ConfigError(
+                    f"evm chain {self.chain_id}: {where} serves EVM chain id "
+                    f"{served}, not the configured {self.settings.evm_chain_id}"
+                )
+            if not code:
+                raise ConfigError(
+                    f"evm chain {self.chain_id}: no contract at token_bridge "
+                    f"{self.settings.token_bridge} on {where}"
+                )
+            answered += 1
+        if not answered:
+            raise ConfigError(f"evm chain {self.chain_id}: no RPC endpoint answers")
 
     # the Protocol -----------------------------------------------------------------------
     def is_redeemed(self, vaa: bytes) -> bool:
@@ -218,6 +241,13 @@ class EvmAdapter:
         except (OSError, Web3Exception, ValueError) as error:
             raise SubmitError(f"isTransferCompleted on chain {self.chain_id}: {error}") from None
         return completed
+
+    def balance(self, address: str) -> int:
+        """The wallet's native balance in wei (``eth_getBalance`` at the latest block)."""
+        try:
+            return int(self._w3.eth.get_balance(Web3.to_checksum_address(address)))
+        except (OSError, Web3Exception, ValueError) as error:
+            raise SubmitError(f"balance on chain {self.chain_id}: {error}") from None
 
     def redeemed_many(self, vaas: Sequence[bytes]) -> list[bool]:
         """:meth:`is_redeemed` of each VAA, all in one JSON-RPC batch request."""

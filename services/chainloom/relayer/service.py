@@ -29,6 +29,7 @@ from chainloom.relayer.intake import Intake
 from chainloom.relayer.listener import Listener
 from chainloom.relayer.model import RetryPolicy
 from chainloom.relayer.recovery import MissedVaaRecovery
+from chainloom.relayer.recovery_state import RedisRecoveryState
 from chainloom.relayer.tables import RelayTables
 from chainloom.relayer.validation import Validator
 from chainloom.relayer.wallet import Wallet
@@ -101,6 +102,7 @@ def build_worker(
         idle_sleep=options.idle_sleep,
         recheck=options.recheck,
         reap_every=options.reap_every,
+        balance_every=options.balance_every,
         stop_when_idle=options.stop_when_idle,
     )
     return Worker(tables, adapter, wallet, pacing)
@@ -165,7 +167,10 @@ def build_listener(
         except EndpointConfigError as error:
             raise ConfigError(f"public_rpc.endpoints: {error}") from None
         recovery = MissedVaaRecovery(
-            frozenset(settings.emitter_keys()), settings.recovery, rpc_client
+            frozenset(settings.emitter_keys()),
+            settings.recovery,
+            rpc_client,
+            state=RedisRecoveryState(tables) if settings.recovery.persist else None,
         )
     return Listener(
         intake,

@@ -41,6 +41,7 @@ from opentelemetry import metrics, trace
 from chainloom import telemetry
 from chainloom.backoff import Backoff
 from chainloom.relayer.adapters import BatchFinality, BatchRedeemedCheck, ChainAdapter
+from chainloom.relayer.balances import WalletBalances
 from chainloom.relayer.errors import (
     AlreadyRedeemedError,
     LeaseLostError,
@@ -114,6 +115,8 @@ class WorkerSettings:
     """Seconds after a submission before its first finality check."""
     reap_every: float = 5.0
     """Seconds between two reaper passes over the other workers' leases."""
+    balance_every: float = 30.0
+    """Seconds between two reads of the wallet's balance (adapters that can read it)."""
     stop_when_idle: float | None = None
     """Stop after this many seconds without work (None: run until stopped)."""
     seed: int | None = None
@@ -184,6 +187,7 @@ class Worker:
         self._holding = False
         self._recover = True
         self._last_reap = 0.0
+        self._balances = WalletBalances(tables, adapter, wallet.address)
 
     def __repr__(self) -> str:
         return f"Worker({self.worker_id})"
@@ -362,6 +366,7 @@ class Worker:
                     )
                 self.counters.reaped += returned
                 done += returned
+        self._balances.maybe_publish(now, self.settings.balance_every)
         return done
 
     def _process(self, requests: list[RelayRequest]) -> int:

@@ -110,6 +110,16 @@ class SequenceTracker:
         self._starts: list[int] = []  # first of each hole, for bisect
         self._noticed: list[float] = []  # when each hole was opened
 
+    @classmethod
+    def expecting(cls, next_sequence: int) -> SequenceTracker:
+        """A tracker that counts every sequence below ``next_sequence`` as seen: the first
+        one added above it opens the hole ``next_sequence..`` (a configured starting point).
+        Its ``highest`` is ``next_sequence - 1`` until a sequence is added."""
+        tracker = cls(next_sequence)
+        tracker.lowest = next_sequence
+        tracker.highest = next_sequence - 1
+        return tracker
+
     def add(self, sequence: int, at: float = 0.0) -> bool:
         """Record ``sequence`` (seen at time ``at``); False if it was already seen."""
         if self.lowest is None or self.highest is None:

@@ -84,6 +84,7 @@ def test_names_columns_and_rules() -> None:
         "Ready",
         "Progressing",
         "Degraded",
+        "LowBalance",
         "ReconciliationPaused",
     ]
     assert "observedGeneration" in condition["properties"]

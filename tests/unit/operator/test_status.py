@@ -12,7 +12,9 @@ from chainloom_operator._render.status import (
     driver_pod_name,
     driver_summary,
     last_run_name,
+    low_balance_verdict,
     pipeline_status,
+    previous_verdict,
     relayer_pool_status,
     summary_patch,
     table_status,
@@ -198,3 +200,38 @@ def test_a_schedules_status_carries_its_last_runs_summary() -> None:
     status = pipeline_status(SCHEDULED, after, generation=1, previous=[], now="T",
                              namespace="d", summary=counts)  # fmt: skip
     assert (status.state, status.last_run, status.summary) == ("Scheduled", "p-1", counts)
+
+
+def test_low_balance_names_each_wallet_under_its_chains_minimum() -> None:
+    spec = RelayerPoolSpec.model_validate(
+        {
+            "redis": {"url": "redis://r:6379/0"},
+            "chains": [
+                {
+                    "chain": 2,
+                    "min_balance": "1000",
+                    "wallets": [{"name": "a", "secret_ref": {"name": "s"}}],
+                },
+                {"chain": 4, "wallets": [{"name": "b", "secret_ref": {"name": "t"}}]},
+            ],
+        }
+    )
+    balances = {(2, "0xA"): 999, (2, "0xB"): 1000, (4, "0xC"): 0}
+    low = low_balance_verdict(spec, balances)
+    assert low == Verdict(
+        "True", "BalanceBelowMinimum", "0xA on chain 2 holds 999 (minBalance 1000)"
+    )
+    assert low_balance_verdict(spec, {(2, "0xA"): 5000}) == Verdict(
+        "False", "BalancesAboveMinimum", "every published wallet balance is enough"
+    )
+    assert low_balance_verdict(POOL, balances) is None  # no chain sets a minimum: no condition
+
+
+def test_a_low_balance_verdict_is_a_condition_of_the_pool_and_carried_over() -> None:
+    verdict = Verdict("True", "BalanceBelowMinimum", "0xA on chain 2 holds 1 (minBalance 2)")
+    status = relayer_pool_status(POOL, [], generation=1, previous=[], now="t0", low_balance=verdict)
+    dumped = [c.model_dump(mode="json", by_alias=True) for c in status.conditions]
+    [low] = [c for c in dumped if c["type"] == "LowBalance"]
+    assert (low["status"], low["reason"]) == ("True", "BalanceBelowMinimum")
+    assert previous_verdict(dumped, "LowBalance") == verdict
+    assert previous_verdict(dumped[:1], "LowBalance") is None
