@@ -22,6 +22,7 @@ import pytest
 from chainloom.ledger.backend import BackendInterface, directory_page_key
 from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 from chainloom.ledger.errors import LedgerInputError
+from chainloom.ledger.mpt import holder_rows
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.types import (
@@ -165,6 +166,7 @@ def write_ledger(
             if tx.nft
         ]
     )
+    backend.write_mpt_holders(holder_rows(LedgerObject(k, b) for k, b in changes.items()))
     if not finish:
         return None
     return backend.finish_writes(sequence)
