@@ -36,7 +36,7 @@ def mptoken_holder(blob: bytes) -> MPTHolderData | None:
 def holder_rows(objects: Iterable[LedgerObject]) -> list[MPTHolderData]:
     """The holder rows of a ledger's written objects: one per MPToken present in it (created
     or modified; writing a row again is harmless), deleted objects skipped."""
-    rows = {}
+    rows: dict[MPTHolderData, None] = {}
     for obj in objects:
         if obj.blob:
             found = mptoken_holder(obj.blob)

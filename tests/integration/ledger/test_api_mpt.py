@@ -13,6 +13,7 @@ from xrpl.models.requests import GenericRequest
 from chainloom.ledger.api.server import ServerThread
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.mpt import mptoken_holder
+from chainloom.ledger.mpt_backfill import backfill_mpt_holders
 from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.xrpl import keylets
 from chainloom.ledger.xrpl.address import decode_account, encode_account
@@ -134,21 +135,41 @@ def _present(backend: BackendInterface, sequence: int) -> dict[str, tuple[str, s
         cursor = page.cursor
 
 
-def test_mpt_holders_at_older_ledgers_list_what_they_held(store: Store) -> None:  # noqa: F811
-    writer = store.open()
+LATER = [bytes([0x30 + i]) * 20 for i in range(4)]
+
+
+def _write_history(writer: BackendInterface, *, holders: bool) -> None:
+    """Three ledgers: seven holders; three destroyed and two created; two more destroyed, two
+    more created and one destroyed before created again."""
     tracker = SuccessorTracker()
-    objects = _objects()
-    assert write_ledger(writer, tracker, SEQUENCE, objects, initial=True)
-    later = [bytes([0x30 + i]) * 20 for i in range(4)]
+    assert write_ledger(writer, tracker, SEQUENCE, _objects(), initial=True, holders=holders)
     changes: dict[bytes, bytes] = {keylets.mptoken(ISSUANCE, h): b"" for h in HOLDERS[1:4]}
-    for number, holder in enumerate(later[:2]):
+    for number, holder in enumerate(LATER[:2]):
         changes[keylets.mptoken(ISSUANCE, holder)] = _mptoken(holder, 500 + number)
-    assert write_ledger(writer, tracker, SEQUENCE + 1, changes)
-    changes = {keylets.mptoken(ISSUANCE, h): b"" for h in (HOLDERS[0], later[0])}
+    assert write_ledger(writer, tracker, SEQUENCE + 1, changes, holders=holders)
+    changes = {keylets.mptoken(ISSUANCE, h): b"" for h in (HOLDERS[0], LATER[0])}
     changes[keylets.mptoken(ISSUANCE, HOLDERS[2])] = _mptoken(HOLDERS[2], 900)
-    for number, holder in enumerate(later[2:]):
+    for number, holder in enumerate(LATER[2:]):
         changes[keylets.mptoken(ISSUANCE, holder)] = _mptoken(holder, 600 + number)
-    assert write_ledger(writer, tracker, SEQUENCE + 2, changes)
+    assert write_ledger(writer, tracker, SEQUENCE + 2, changes, holders=holders)
+
+
+def test_backfill_gives_a_store_without_holder_rows_the_etl_rows(store: Store) -> None:  # noqa: F811
+    _write_history(store.open(), holders=False)
+    backend = store.open()
+    backend.hard_fetch_ledger_range()
+    assert backend.fetch_mpt_holders(ISSUANCE, SEQUENCE, 50).mptokens == ()
+    assert backfill_mpt_holders(backend) == 7 + 4 + 1  # LATER and OTHER's one holder
+    for sequence in range(SEQUENCE, SEQUENCE + 3):
+        page = backend.fetch_mpt_holders(ISSUANCE, sequence, 50)
+        assert page.cursor is None
+        listed = {obj.key.hex().upper() for obj in page.mptokens}
+        assert listed == set(_present(backend, sequence))
+
+
+def test_mpt_holders_at_older_ledgers_list_what_they_held(store: Store) -> None:  # noqa: F811
+    _write_history(store.open(), holders=True)
+    later = LATER
     reader = store.open()
     reader.hard_fetch_ledger_range()
     server = ServerThread(reader)

@@ -132,8 +132,10 @@ def write_ledger(
     initial: bool = False,
     book_bases: Sequence[bytes] = (),
     finish: bool = True,
+    holders: bool = True,
 ) -> bool | None:
-    """Write one ledger in Clio's order: header, successor rows, objects, transactions."""
+    """Write one ledger in Clio's order: header, successor rows, objects, transactions (and
+    the ``mp_token_holders`` rows the ETL writes, unless ``holders`` is false)."""
     header = make_header(sequence)
     backend.start_writes()
     backend.write_ledger(header, header.serialize(include_hash=True))
@@ -166,7 +168,8 @@ def write_ledger(
             if tx.nft
         ]
     )
-    backend.write_mpt_holders(holder_rows(LedgerObject(k, b) for k, b in changes.items()))
+    if holders:
+        backend.write_mpt_holders(holder_rows(LedgerObject(k, b) for k, b in changes.items()))
     if not finish:
         return None
     return backend.finish_writes(sequence)
