@@ -69,6 +69,7 @@ EXPECTED_TABLES = {
         ["token_id"],
         [("seq_idx", "desc")],
     ),
+    "mp_token_holders": ({"mpt_id": "blob", "holder": "blob"}, ["mpt_id"], [("holder", "asc")]),
 }
 
 
