@@ -37,6 +37,9 @@ def _emit(as_json: bool, data: Any, lines: list[str]) -> None:
 @click.option("--txs-per-ledger", type=click.IntRange(1), default=100, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
+    "--mpt", is_flag=True, help="Also create MPT issuances and MPTokens, and destroy MPTokens."
+)
+@click.option(
     "--vectors",
     type=click.Path(path_type=Path),
     envvar="CHAINLOOM_VECTORS",
@@ -56,6 +59,7 @@ def generate(
     ledgers: int,
     txs_per_ledger: int,
     seed: int,
+    mpt: bool,
     vectors: Path | None,
     out: Path,
     as_json: bool,
@@ -63,10 +67,12 @@ def generate(
     """Write a dump: a real state from the vectors, then N generated ledgers."""
     from chainloom.ledger.sources.dump import DumpWriter
     from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
+    from chainloom_dev.sim.ledger_generator_mpt import MptWorkloadGenerator
 
     vectors_file = resolve_vectors_file(vectors, "xrpl_vectors.json")
     initial = vectors_ledger(vectors_file, from_state)
-    generator = WorkloadGenerator(initial, seed=seed, txs_per_ledger=txs_per_ledger)
+    kind = MptWorkloadGenerator if mpt else WorkloadGenerator
+    generator = kind(initial, seed=seed, txs_per_ledger=txs_per_ledger)
     started = time.monotonic()
     transactions = changes = 0
     with DumpWriter(out) as writer:

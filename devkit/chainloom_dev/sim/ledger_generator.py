@@ -250,6 +250,7 @@ class WorkloadGenerator:
         self._tokens: dict[bytes, bytes] = {}  # token id -> owner
         self._nft_offers: list[_NftOffer] = []
         self._created_accounts: list[bytes] = []
+        self._mix = MIX
 
     def _account_balance(self, account: bytes) -> int:
         root = self._state.get(keylets.account_root(account))
@@ -339,8 +340,8 @@ class WorkloadGenerator:
     def _one_transaction(
         self, sequence: int, index: int
     ) -> tuple[bytes, bytes, int, dict[bytes, STObject | None]]:
-        kinds = list(MIX)
-        kind = self._rng.choices(kinds, weights=[MIX[k] for k in kinds])[0]
+        kinds = list(self._mix)
+        kind = self._rng.choices(kinds, weights=[self._mix[k] for k in kinds])[0]
         for attempt in (kind, *["payment"] * 32):
             view = _Transaction(self._state)
             built = getattr(self, f"_tx_{attempt}")(view, sequence)

@@ -259,6 +259,21 @@ def load(
 # ------------------------------------------------------------------------------- reads
 
 
+@ledger.command(name="backfill-mpt-holders")
+@_backend_options
+@_guard
+def backfill_mpt_holders_(**options: Any) -> None:
+    """Fill the MPToken holders table of a store loaded before the ETL wrote it."""
+    from chainloom.ledger.mpt_backfill import backfill_mpt_holders
+
+    backend = _open_backend(options, read_only=False)
+    try:
+        written = backfill_mpt_holders(backend)
+    finally:
+        backend.close()
+    _emit(options["as_json"], {"holders": written}, [f"{written} MPToken holder rows written"])
+
+
 @ledger.command(name="range")
 @_backend_options
 @_guard

@@ -16,7 +16,7 @@ Write protocol for one ledger (the order of Clio's ETL)::
     write_ledger(header, blob)
     write_successor(...) / write_ledger_object(...)       state diff and list rows
     write_transaction(...), write_account_transactions([...]),
-    write_nfts([...]), write_nft_transactions([...])
+    write_nfts([...]), write_nft_transactions([...]), write_mpt_holders([...])
     finish_writes(seq)    -> True: visible; False: another writer owns the range, stop.
 """
 
@@ -39,6 +39,8 @@ from chainloom.ledger.types import (
     LedgerObject,
     LedgerPage,
     LedgerRange,
+    MPTHolderData,
+    MPTHoldersPage,
     NFTsAndCursor,
     NFTsData,
     NFTTransactionsData,
@@ -467,6 +469,31 @@ class BackendInterface(abc.ABC):
         nfts = tuple(nft for nft in (self.fetch_nft(token, sequence) for token in token_ids) if nft)
         return NFTsAndCursor(nfts, token_ids[-1] if len(token_ids) == limit else None)
 
+    def fetch_mpt_holders(
+        self, mpt_id: bytes, sequence: int, limit: int, cursor: bytes | None = None
+    ) -> MPTHoldersPage:
+        """An issuance's MPTokens present at ``sequence``, in holder order after ``cursor`` (a
+        holder AccountID), as Clio's ``fetchMPTHolders``: the ``mp_token_holders`` rows, each
+        holder's MPToken read at ``sequence``, absent ones skipped. Unlike Clio the page is
+        filled to ``limit`` present tokens; an exactly full last page is followed by an empty
+        one."""
+        check_key(mpt_id, "MPTokenIssuanceID", 24)
+        check_limit(limit)
+        after = check_key(cursor, "holder cursor", 20) if cursor is not None else b""
+        if not self._visible(sequence):
+            return MPTHoldersPage((), None)
+        found: list[LedgerObject] = []
+        while len(found) < limit:
+            wanted = limit - len(found)
+            holders = self._fetch_mpt_holder_accounts(mpt_id, after, wanted)
+            keys = [keylets.mptoken(mpt_id, holder) for holder in holders]
+            blobs = self._fetch_ledger_objects(keys, sequence) if keys else []
+            found += [LedgerObject(k, b) for k, b in zip(keys, blobs, strict=True) if b]
+            if len(holders) < wanted:
+                return MPTHoldersPage(tuple(found), None)
+            after = holders[-1]
+        return MPTHoldersPage(tuple(found), after)
+
     # ------------------------------------------------------------------ writes
 
     def start_writes(self) -> None:  # noqa: B027 - a no-op hook by design, as in Clio
@@ -524,6 +551,13 @@ class BackendInterface(abc.ABC):
             check_key(record.token_id, "NFT token ID")
             check_key(record.tx_hash, "transaction hash")
         self._write_nft_transactions(data)
+
+    def write_mpt_holders(self, data: Sequence[MPTHolderData]) -> None:
+        """Store ``mp_token_holders`` rows (writing a row again changes nothing)."""
+        for record in data:
+            check_key(record.mpt_id, "MPTokenIssuanceID", 24)
+            check_key(record.holder, "MPToken holder", 20)
+        self._write_mpt_holders(data)
 
     def finish_writes(self, sequence: int) -> bool:
         """Make ``sequence`` visible once all of its writes are durable.
@@ -636,6 +670,11 @@ class BackendInterface(abc.ABC):
         """
 
     @abc.abstractmethod
+    def _fetch_mpt_holder_accounts(self, mpt_id: bytes, after: bytes, limit: int) -> list[bytes]:
+        """Up to ``limit`` holders of ``mpt_id`` above ``after`` (``b""``: from the first), in
+        order."""
+
+    @abc.abstractmethod
     def _write_ledger(self, header: LedgerHeader, stored: bytes) -> None:
         """Write the ``ledgers`` and ``ledger_hashes`` rows (``stored``: the 150-byte form)."""
 
@@ -666,6 +705,10 @@ class BackendInterface(abc.ABC):
     @abc.abstractmethod
     def _write_nft_transactions(self, data: Sequence[NFTTransactionsData]) -> None:
         """Write the ``nf_token_transactions`` rows."""
+
+    @abc.abstractmethod
+    def _write_mpt_holders(self, data: Sequence[MPTHolderData]) -> None:
+        """Write the ``mp_token_holders`` rows."""
 
     @abc.abstractmethod
     def _do_flush_writes(self) -> None:

@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.mpt import mptoken_holder
 from chainloom.ledger.types import LedgerHeader
-from chainloom.ledger.xrpl import binary
-from chainloom.ledger.xrpl import fields as sf
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +30,6 @@ ENTRY_OVERHEAD = 120
 """Bytes a dict entry, its key and its blob object cost beyond their contents (CPython)."""
 
 _LOAD_PAGE = 2048
-_MPTOKEN_PREFIX = binary.field_header(sf.LEDGER_ENTRY_TYPE) + sf.LEDGER_ENTRY_CODES[
-    "MPToken"
-].to_bytes(2, "big")
-_ISSUANCE_ID = sf.field_key("MPTokenIssuanceID")
-
-
-def mptoken_issuance(blob: bytes) -> bytes | None:
-    """The MPTokenIssuanceID of an MPToken blob (``None`` for any other object)."""
-    if not blob.startswith(_MPTOKEN_PREFIX):
-        return None
-    value = binary.decode(blob).get(_ISSUANCE_ID)
-    return value if isinstance(value, bytes) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +94,10 @@ class LedgerCache:
             objects = self._objects
             return [objects.get(key, b"") for key in keys]
 
-    def mptoken_keys(self, issuance_id: bytes, sequence: int) -> list[bytes] | None:
-        """The keys of an issuance's MPTokens at ``sequence`` in key order (Clio answers
-        ``mpt_holders`` from a table its ETL writes; here the cache indexes them), or ``None``
-        when the cache does not hold that ledger."""
+    def mpt_holders(self, issuance_id: bytes, sequence: int) -> list[bytes] | None:
+        """The holders (AccountIDs) of an issuance's MPTokens at ``sequence`` in order (what
+        the ``mp_token_holders`` table gives, without absent ones), or ``None`` when the cache
+        does not hold that ledger."""
         with self._lock:
             if sequence != self._sequence:
                 return None
@@ -195,9 +182,9 @@ class LedgerCache:
             page = backend.fetch_ledger_page(cursor, sequence, _LOAD_PAGE)
             for item in page.objects:
                 objects[item.key] = item.blob
-                issuance = mptoken_issuance(item.blob)
-                if issuance is not None:
-                    holders.setdefault(issuance, set()).add(item.key)
+                found = mptoken_holder(item.blob)
+                if found is not None:
+                    holders.setdefault(found.mpt_id, set()).add(found.holder)
                 size += len(item.key) + len(item.blob) + ENTRY_OVERHEAD
             if size > self.settings.max_bytes:
                 self._turn_off(size)
@@ -222,11 +209,11 @@ class LedgerCache:
                 old = objects.pop(item.key, None)
                 if old is not None:
                     size -= len(item.key) + len(old) + ENTRY_OVERHEAD
-                    self._index_mptoken(item.key, old, add=False)
+                    self._index_mptoken(old, add=False)
                 if item.blob:
                     objects[item.key] = item.blob
                     size += len(item.key) + len(item.blob) + ENTRY_OVERHEAD
-                    self._index_mptoken(item.key, item.blob, add=True)
+                    self._index_mptoken(item.blob, add=True)
             self._bytes = size
             self._sequence = sequence
             self._header = header
@@ -235,15 +222,15 @@ class LedgerCache:
             return False
         return True
 
-    def _index_mptoken(self, key: bytes, blob: bytes, *, add: bool) -> None:
-        issuance = mptoken_issuance(blob)
-        if issuance is None:
+    def _index_mptoken(self, blob: bytes, *, add: bool) -> None:
+        found = mptoken_holder(blob)
+        if found is None:
             return
-        keys = self._holders.setdefault(issuance, set())
+        holders = self._holders.setdefault(found.mpt_id, set())
         if add:
-            keys.add(key)
+            holders.add(found.holder)
         else:
-            keys.discard(key)
+            holders.discard(found.holder)
 
     def _turn_off(self, size: int) -> None:
         with self._lock:

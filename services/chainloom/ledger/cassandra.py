@@ -2,7 +2,7 @@
 
 Why it looks the way it does:
 
-* **The 13 tables are Clio's, verbatim** (XRPLF/clio ``src/data/cassandra/Schema.hpp``), so a
+* **The 14 tables are Clio's, verbatim** (XRPLF/clio ``src/data/cassandra/Schema.hpp``), so a
   keyspace written here can be read by Clio's tools and the other way round. They live in
   :mod:`chainloom.ledger.cassandra_schema`, and the connection is made by
   :mod:`chainloom.ledger.cassandra_session`, as everyone else who uses this database makes it.
@@ -43,6 +43,7 @@ from chainloom.ledger.types import (
     AccountTransactionsData,
     LedgerHeader,
     LedgerRange,
+    MPTHolderData,
     NFTsData,
     NFTTransactionsData,
     TransactionAndMetadata,
@@ -354,6 +355,9 @@ class CassandraBackend(BackendInterface):
             rows = self._read("select_nfts_by_issuer", issuer, taxon, start, limit)
         return [row.token_id for row in rows]
 
+    def _fetch_mpt_holder_accounts(self, mpt_id: bytes, after: bytes, limit: int) -> list[bytes]:
+        return [row.holder for row in self._read("select_mpt_holders", mpt_id, after, limit)]
+
     # ------------------------------------------------------------------ writes
 
     def _write_ledger(self, header: LedgerHeader, stored: bytes) -> None:
@@ -381,6 +385,10 @@ class CassandraBackend(BackendInterface):
             seq_idx = (record.ledger_sequence, record.transaction_index)
             for account in record.accounts:
                 self._write("insert_account_tx", account, seq_idx, record.tx_hash)
+
+    def _write_mpt_holders(self, data: Sequence[MPTHolderData]) -> None:
+        for record in data:
+            self._write("insert_mpt_holder", record.mpt_id, record.holder)
 
     def _write_nfts(self, data: Sequence[NFTsData]) -> None:
         for record in data:

@@ -24,8 +24,9 @@ TABLE_NAMES = (
     "issuer_nf_tokens_v2",
     "nf_token_uris",
     "nf_token_transactions",
+    "mp_token_holders",
 )
-"""The 13 tables of Clio's ``Schema.hpp``, in its order."""
+"""The 14 tables of Clio's ``Schema.hpp``, in its order."""
 
 
 def replication_map(replication: Mapping[str, str]) -> str:
@@ -35,7 +36,7 @@ def replication_map(replication: Mapping[str, str]) -> str:
 
 
 def schema_statements(keyspace: str, replication: Mapping[str, str], prefix: str = "") -> list[str]:
-    """``CREATE KEYSPACE`` and the 13 ``CREATE TABLE`` statements of Clio's ``Schema.hpp``;
+    """``CREATE KEYSPACE`` and the 14 ``CREATE TABLE`` statements of Clio's ``Schema.hpp``;
     ``replication`` is the keyspace's map (``{'class': 'SimpleStrategy', ...}``)."""
     t = f"{keyspace}.{prefix}"
     return [
@@ -68,6 +69,8 @@ def schema_statements(keyspace: str, replication: Mapping[str, str], prefix: str
         f"CREATE TABLE IF NOT EXISTS {t}nf_token_transactions (token_id blob, "
         "seq_idx tuple<bigint, bigint>, hash blob, PRIMARY KEY (token_id, seq_idx)) "
         "WITH CLUSTERING ORDER BY (seq_idx DESC)",
+        f"CREATE TABLE IF NOT EXISTS {t}mp_token_holders (mpt_id blob, holder blob, "
+        "PRIMARY KEY (mpt_id, holder)) WITH CLUSTERING ORDER BY (holder ASC)",
     ]
 
 
@@ -95,6 +98,7 @@ QUERY_TEMPLATES = {
     "insert_nft_uri": "INSERT INTO {t}nf_token_uris (token_id, sequence, uri) VALUES (?, ?, ?)",
     "insert_nft_tx": "INSERT INTO {t}nf_token_transactions (token_id, seq_idx, hash) "
     "VALUES (?, ?, ?)",
+    "insert_mpt_holder": "INSERT INTO {t}mp_token_holders (mpt_id, holder) VALUES (?, ?)",
     "update_range": "UPDATE {t}ledger_range SET sequence = ? WHERE is_latest = ? "
     "IF sequence IN (?, null)",
     # reads
@@ -126,6 +130,8 @@ QUERY_TEMPLATES = {
     "select_nfts_by_issuer_taxon": "SELECT token_id FROM {t}issuer_nf_tokens_v2 "
     "WHERE issuer = ? AND taxon = ? AND token_id > ? "
     "ORDER BY taxon ASC, token_id ASC LIMIT ?",
+    "select_mpt_holders": "SELECT holder FROM {t}mp_token_holders "
+    "WHERE mpt_id = ? AND holder > ? LIMIT ?",
     "select_ledger_by_hash": "SELECT sequence FROM {t}ledger_hashes WHERE hash = ? LIMIT 1",
     "select_ledger": "SELECT header FROM {t}ledgers WHERE sequence = ?",
     "select_latest": "SELECT sequence FROM {t}ledger_range WHERE is_latest = true",

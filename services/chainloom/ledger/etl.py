@@ -37,6 +37,7 @@ from chainloom.ledger.errors import (
     SuccessorError,
 )
 from chainloom.ledger.feed import LedgerFeed
+from chainloom.ledger.mpt import holder_rows
 from chainloom.ledger.nft import (
     TransactionNFTs,
     ledger_nft_rows,
@@ -49,6 +50,7 @@ from chainloom.ledger.types import (
     AccountTransactionsData,
     LedgerHeader,
     LedgerObject,
+    MPTHolderData,
     NFTsData,
     NFTTransactionsData,
 )
@@ -169,6 +171,8 @@ class PreparedLedger:
     """NFT state changes (the last per token in the ledger)."""
     nft_transactions: list[NFTTransactionsData]
     """``nf_token_transactions`` rows."""
+    mpt_holders: list[MPTHolderData]
+    """``mp_token_holders`` rows of the MPTokens among ``objects``."""
 
 
 class LedgerEtl:
@@ -514,6 +518,7 @@ def prepare_initial(
         account_transactions=account_rows,
         nfts=states,
         nft_transactions=nft_history,
+        mpt_holders=holder_rows(ledger.objects),
     )
     return prepared, tracker, leaves
 
@@ -597,6 +602,7 @@ def diff_rows(
         account_transactions=account_rows,
         nfts=states,
         nft_transactions=nft_history,
+        mpt_holders=holder_rows(ledger.objects),
     )
 
 
@@ -619,6 +625,8 @@ def write_rows(backend: BackendInterface, prepared: PreparedLedger) -> None:
         backend.write_nfts(prepared.nfts)
     if prepared.nft_transactions:
         backend.write_nft_transactions(prepared.nft_transactions)
+    if prepared.mpt_holders:
+        backend.write_mpt_holders(prepared.mpt_holders)
 
 
 def parse_header(blob: bytes) -> LedgerHeader:

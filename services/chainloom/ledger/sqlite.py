@@ -27,6 +27,7 @@ from chainloom.ledger.types import (
     AccountTransactionsData,
     LedgerHeader,
     LedgerRange,
+    MPTHolderData,
     NFTsData,
     NFTTransactionsData,
     TransactionAndMetadata,
@@ -70,6 +71,9 @@ CREATE TABLE IF NOT EXISTS nf_token_uris (
 CREATE TABLE IF NOT EXISTS nf_token_transactions (
   token_id BLOB NOT NULL, seq INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL,
   PRIMARY KEY (token_id, seq, idx)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mp_token_holders (
+  mpt_id BLOB NOT NULL, holder BLOB NOT NULL,
+  PRIMARY KEY (mpt_id, holder)) WITHOUT ROWID;
 """
 
 # The range compare-and-set, as the Cassandra LWT "IF sequence IN (expected, null)".
@@ -297,6 +301,15 @@ class SqliteBackend(BackendInterface):
                 ).fetchall()
         return [row[0] for row in rows]
 
+    def _fetch_mpt_holder_accounts(self, mpt_id: bytes, after: bytes, limit: int) -> list[bytes]:
+        with self._reading() as db:
+            rows = db.execute(
+                "SELECT holder FROM mp_token_holders WHERE mpt_id = ? AND holder > ? "
+                "ORDER BY holder ASC LIMIT ?",
+                (mpt_id, after, limit),
+            ).fetchall()
+        return [row[0] for row in rows]
+
     # ------------------------------------------------------------------ writes
 
     def _write_ledger(self, header: LedgerHeader, stored: bytes) -> None:
@@ -352,6 +365,13 @@ class SqliteBackend(BackendInterface):
             db.executemany(
                 "INSERT OR REPLACE INTO account_tx (account, seq, idx, hash) VALUES (?, ?, ?, ?)",
                 rows,
+            )
+
+    def _write_mpt_holders(self, data: Sequence[MPTHolderData]) -> None:
+        with self._writing() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO mp_token_holders (mpt_id, holder) VALUES (?, ?)",
+                [(record.mpt_id, record.holder) for record in data],
             )
 
     def _write_nfts(self, data: Sequence[NFTsData]) -> None:

@@ -218,6 +218,26 @@ class NFT:
 
 
 @dataclass(frozen=True, slots=True)
+class MPTHolderData:
+    """An ``mp_token_holders`` row: an account that has held an MPToken of an issuance."""
+
+    mpt_id: bytes
+    """The 24-byte MPTokenIssuanceID."""
+    holder: bytes
+    """The holder's 20-byte AccountID."""
+
+
+@dataclass(frozen=True, slots=True)
+class MPTHoldersPage:
+    """A page of an issuance's MPTokens present at one ledger, in holder order."""
+
+    mptokens: tuple[LedgerObject, ...]
+    """Each holder's MPToken (key and blob)."""
+    cursor: bytes | None
+    """The last holder returned when the page is full (the next page starts after it)."""
+
+
+@dataclass(frozen=True, slots=True)
 class NFTsAndCursor:
     """A page of NFTs by issuer."""
 

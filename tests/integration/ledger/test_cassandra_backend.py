@@ -69,6 +69,7 @@ EXPECTED_TABLES = {
         ["token_id"],
         [("seq_idx", "desc")],
     ),
+    "mp_token_holders": ({"mpt_id": "blob", "holder": "blob"}, ["mpt_id"], [("holder", "asc")]),
 }
 
 
@@ -129,7 +130,7 @@ def test_the_13_tables_and_the_keyspace_are_exactly_clios(own_keyspace: Database
                     (column.position, column.column_name, column.clustering_order)
                 )
         assert sorted(tables) == sorted(TABLE_NAMES)
-        assert len(TABLE_NAMES) == 13
+        assert len(TABLE_NAMES) == 14
         for table, (expected_columns, partition_key, clustering_key) in EXPECTED_TABLES.items():
             assert tables[table] == expected_columns, table
             assert partition[table] == partition_key, table

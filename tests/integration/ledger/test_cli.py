@@ -18,8 +18,10 @@ from click.testing import CliRunner
 
 from chainloom.cli.ledger import ledger
 from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.mpt import holder_rows
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.dump import DumpFile, state_at
+from chainloom.ledger.types import MPTHolderData
 from chainloom.ledger.xrpl.address import encode_account
 from chainloom.ledger.xrpl.parse import parse_metadata
 from chainloom_dev.cli.ledger import ledger as dev_ledger
@@ -303,3 +305,24 @@ def test_replay_command_serves_a_dump_that_load_grpc_copies(dump: Path, tmp_path
                 server.wait()
             if server.stderr:
                 server.stderr.close()
+
+
+def test_backfill_mpt_holders_counts_every_holder_the_history_had(
+    vectors_dir: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "mpt.jsonl"
+    run(
+        "generate", "--mpt", "--ledgers", "6", "--txs-per-ledger", "30", "--seed", "2",
+        "--vectors", str(vectors_dir), "--out", str(path), "--json",
+    )  # fmt: skip
+    db = ["--sqlite-path", str(tmp_path / "m.db"), "--json"]
+    run("load", str(path), "--quiet", *db)
+    holders: set[MPTHolderData] = set()
+    dump_file = DumpFile(path)
+    try:
+        for _, ledger_record in dump_file:
+            holders.update(holder_rows(ledger_record.objects))
+    finally:
+        dump_file.close()
+    assert holders
+    assert run("backfill-mpt-holders", *db) == {"holders": len(holders)}

@@ -22,6 +22,7 @@ import pytest
 from chainloom.ledger.backend import BackendInterface, directory_page_key
 from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 from chainloom.ledger.errors import LedgerInputError
+from chainloom.ledger.mpt import holder_rows
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.successor import SuccessorTracker
 from chainloom.ledger.types import (
@@ -131,8 +132,10 @@ def write_ledger(
     initial: bool = False,
     book_bases: Sequence[bytes] = (),
     finish: bool = True,
+    holders: bool = True,
 ) -> bool | None:
-    """Write one ledger in Clio's order: header, successor rows, objects, transactions."""
+    """Write one ledger in Clio's order: header, successor rows, objects, transactions (and
+    the ``mp_token_holders`` rows the ETL writes, unless ``holders`` is false)."""
     header = make_header(sequence)
     backend.start_writes()
     backend.write_ledger(header, header.serialize(include_hash=True))
@@ -165,6 +168,8 @@ def write_ledger(
             if tx.nft
         ]
     )
+    if holders:
+        backend.write_mpt_holders(holder_rows(LedgerObject(k, b) for k, b in changes.items()))
     if not finish:
         return None
     return backend.finish_writes(sequence)

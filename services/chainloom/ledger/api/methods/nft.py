@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 from chainloom.ledger.api import params as pm
 from chainloom.ledger.api import requests as rq
 from chainloom.ledger.api import shapes
@@ -14,6 +16,7 @@ from chainloom.ledger.api.methods.context import (
     reader,
     resolve_ledger,
 )
+from chainloom.ledger.mpt import mptoken_holder
 from chainloom.ledger.xrpl import binary, keylets
 from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl.directory import DirectoryCursor, InvalidMarkerError, walk_directory
@@ -109,29 +112,27 @@ def _offers(ctx: Context, params: pm.NftOffersParams, root: bytes) -> JSON:
 
 
 def mpt_holders(ctx: Context, params: pm.MptHoldersParams, api_version: int) -> JSON:
-    """``mpt_holders`` (Clio): an issuance's MPTokens in key order, paged by MPToken key.
+    """``mpt_holders`` (Clio): an issuance's MPTokens at a ledger in holder order, paged by
+    MPToken key.
 
-    Answered from the newest-ledger cache's index of MPTokens by issuance, so only for the
-    ledger the cache holds: any other ledger (or a cache still loading) is ``notSupported``.
+    The newest ledger is answered from the cache's index of holders when it holds that ledger;
+    any other ledger from the ``mp_token_holders`` table, each holder's MPToken read at the
+    ledger (absent ones skipped). Both give the same order and markers.
     """
     del api_version
     header = resolve_ledger(ctx, params.ledger)
-    if read_object(ctx, keylets.mpt_issuance(params.issuance_id), header.sequence) is None:
+    sequence = header.sequence
+    if read_object(ctx, keylets.mpt_issuance(params.issuance_id), sequence) is None:
         raise RpcError("objectNotFound", "The MPTokenIssuance was not found.")
-    keys = None
-    if ctx.cache is not None:
-        ctx.cache.follow(ctx.backend)
-        keys = ctx.cache.mptoken_keys(params.issuance_id, header.sequence)
-    if keys is None:
-        raise RpcError("notSupported", "mpt_holders is answered for the newest ledger only.")
-    start = 0
+    after = b""
     if params.marker is not None:
-        if params.marker not in keys:
+        marked = mptoken_holder(read_object(ctx, params.marker, sequence) or b"")
+        if marked is None or marked.mpt_id != params.issuance_id:
             raise invalid_params("Invalid marker: not an MPToken of this issuance.")
-        start = keys.index(params.marker) + 1
-    page = keys[start : start + params.limit]
+        after = marked.holder
+    tokens, more = _holders_page(ctx, params.issuance_id, sequence, params.limit, after)
     holders = []
-    for key, blob in zip(page, reader(ctx, header.sequence)(page), strict=True):
+    for key, blob in tokens:
         decoded = to_json(blob)
         holder: JSON = {
             "account": decoded["Account"],
@@ -146,9 +147,27 @@ def mpt_holders(ctx: Context, params: pm.MptHoldersParams, api_version: int) -> 
         "mpt_issuance_id": shapes.hex_upper(params.issuance_id),
         "mptokens": holders,
         "limit": params.limit,
-        "ledger_index": header.sequence,
+        "ledger_index": sequence,
         "validated": True,
     }
-    if page and start + len(page) < len(keys):
-        result["marker"] = shapes.hex_upper(page[-1])
+    if more and tokens:
+        result["marker"] = shapes.hex_upper(tokens[-1][0])
     return result
+
+
+def _holders_page(
+    ctx: Context, issuance_id: bytes, sequence: int, limit: int, after: bytes
+) -> tuple[list[tuple[bytes, bytes]], bool]:
+    """``limit`` MPTokens (key, blob) after holder ``after``, and whether a marker is due."""
+    cached = None
+    if ctx.cache is not None:
+        ctx.cache.follow(ctx.backend)
+        cached = ctx.cache.mpt_holders(issuance_id, sequence)
+    if cached is None:
+        page = ctx.backend.fetch_mpt_holders(issuance_id, sequence, limit, after or None)
+        return [(o.key, o.blob) for o in page.mptokens], page.cursor is not None
+    start = bisect.bisect_right(cached, after)
+    chosen = cached[start : start + limit]
+    keys = [keylets.mptoken(issuance_id, holder) for holder in chosen]
+    tokens = list(zip(keys, reader(ctx, sequence)(keys), strict=True))
+    return tokens, start + limit < len(cached)
