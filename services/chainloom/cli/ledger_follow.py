@@ -35,6 +35,11 @@ from chainloom.cli.ledger import _backend_options, _feed_options, _guard, _open_
     show_default=True,
     help="Seconds between looks for a new ledger (writer) or at the range (standby).",
 )
+@click.option(
+    "--probes",
+    metavar="HOST:PORT",
+    help="Serve /healthz, /readyz and /status (the role) here; PORT 0 picks one.",
+)
 @_feed_options
 @_backend_options
 @_guard
@@ -45,6 +50,7 @@ def follow(
     stop: int | None,
     fallback_seconds: float,
     poll_interval: float,
+    probes: str | None,
     feed_redis: str | None,
     feed_channel: str,
     **options: Any,
@@ -83,7 +89,12 @@ def follow(
             feed=feed,
             stop=stopping,
         )
-        summary = follower.run(until=stop)
+        served = _serve_probes(follower, probes)
+        try:
+            summary = follower.run(until=stop)
+        finally:
+            if served is not None:
+                served.stop()
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
@@ -96,3 +107,22 @@ def follow(
         f"{summary.takeovers} takeovers, {summary.conflicts} lost fences",
         err=True,
     )
+
+
+def _serve_probes(follower: Any, address: str | None) -> Any:
+    """Start the probe server at ``address`` (``None``: no server)."""
+    if address is None:
+        return None
+    from chainloom.ledger.errors import LedgerConfigError
+    from chainloom.ledger.follow_probes import ProbeThread
+
+    host, _, port_text = address.rpartition(":")
+    if not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise LedgerConfigError(f"--probes {address!r}: expected HOST:PORT")
+    served = ProbeThread(follower, host, int(port_text))
+    try:
+        port = served.start()
+    except OSError as error:
+        raise LedgerConfigError(f"--probes {address}: cannot listen: {error}") from None
+    click.echo(f"follower: probes on http://{host}:{port}", err=True)
+    return served

@@ -83,6 +83,8 @@ class LedgerFollower:
         self._feed = feed
         self._stop = stop or threading.Event()
         self.summary = FollowSummary()
+        self.healthy = True
+        """False while the standby's looks at the store or the source fail (``/readyz``)."""
 
     def run(self, *, until: int | None = None) -> FollowSummary:
         """Follow until ``stop`` is set or a writer commits ledger ``until`` (tests, catch-up
@@ -133,12 +135,14 @@ class LedgerFollower:
                 stored_max = None if found is None else found.max_sequence
                 latest = self._source.latest_sequence()
             except ChainloomError:
+                self.healthy = False
                 failures += 1
                 if failures >= _WATCH_FAILURES:
                     raise
                 self._stop.wait(_WATCH_BACKOFF.after_failures(failures))
                 continue
             failures = 0
+            self.healthy = True
             decision = watch.observe(time.monotonic(), stored_max, latest)
             if decision.take_over:
                 self._announce(Role.WRITER, decision.reason, stored_max)

@@ -4,12 +4,14 @@ history equals a clean load of the same dump, every ledger committed exactly onc
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import IO
 
@@ -34,6 +36,12 @@ def _wait(what: str, check: object, timeout: float = 120.0) -> None:
 
 def _committed(log: Path) -> list[int]:
     return [int(m.group(1)) for m in _COMMITTED.finditer(log.read_text())]
+
+
+def _status(port: int) -> dict[str, object]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as answer:
+        found: dict[str, object] = json.loads(answer.read())
+        return found
 
 
 def _stop(process: subprocess.Popen[bytes]) -> int:
@@ -90,6 +98,7 @@ def test_the_standby_takes_over_from_a_killed_writer_and_the_history_equals_a_cl
         "--keyspace", cassandra_keyspace, "--replication-factor", "1",
     ]  # fmt: skip
     logs = {name: tmp_path / f"{name}.log" for name in ("a", "b")}
+    probes = {name: free_port() for name in ("a", "b")}
     files: list[IO[bytes]] = []
     processes: dict[str, subprocess.Popen[bytes]] = {}
     reader: BackendInterface | None = None
@@ -98,7 +107,9 @@ def test_the_standby_takes_over_from_a_killed_writer_and_the_history_equals_a_cl
     def start(name: str) -> subprocess.Popen[bytes]:
         out = logs[name].open("wb")
         files.append(out)
-        processes[name] = subprocess.Popen(command, env=dict(os.environ), stderr=out)
+        processes[name] = subprocess.Popen(
+            [*command, "--probes", f"127.0.0.1:{probes[name]}"], env=dict(os.environ), stderr=out
+        )
         return processes[name]
 
     def stored_max() -> int | None:
@@ -124,6 +135,14 @@ def test_the_standby_takes_over_from_a_killed_writer_and_the_history_equals_a_cl
         _wait("ledgers to flow", lambda: (stored_max() or 0) >= FIRST + 10)
         assert writer.poll() is None
         assert standby.poll() is None
+        assert _status(probes["a"])["role"] == "writer"
+        assert _status(probes["b"]) == {
+            "role": "standby",
+            "committed": 0,
+            "last_committed": None,
+            "takeovers": 0,
+            "conflicts": 0,
+        }
 
         writer.send_signal(signal.SIGKILL)
         writer.wait()
@@ -133,6 +152,10 @@ def test_the_standby_takes_over_from_a_killed_writer_and_the_history_equals_a_cl
 
         _wait("b to take over", lambda: "role writer" in logs["b"].read_text(), timeout=60)
         _wait("the end of the dump", lambda: stored_max() == LAST, timeout=180)
+        taken_over = _status(probes["b"])
+        assert taken_over["role"] == "writer"
+        assert taken_over["takeovers"] == 1
+        assert taken_over["last_committed"] == LAST
         assert _stop(standby) == 0
         b_log = logs["b"].read_text()
         assert "ledger range stuck at" in b_log
