@@ -231,6 +231,12 @@ class Cluster:
         """A pod as the API server returns it (camelCase keys), or None when it is gone."""
         return self.get("v1", "Pod", namespace, name)
 
+    def pods(self, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The pods in ``namespace`` carrying every label of ``selector`` (camelCase keys)."""
+        listed = self.api.list(self._resource("v1", "Pod"), namespace=namespace,
+                               labels=dict(selector))  # fmt: skip
+        return [dict(pod) for pod in listed]
+
     def list_custom(self, plural: str, namespaces: Iterable[str] = ()) -> Iterator[dict[str, Any]]:
         """The chainloom resources of ``plural`` in ``namespaces`` (none given: the cluster).
 

@@ -497,6 +497,10 @@ class IngestPipelineStatus(Status):
     )
 
     application: str = Field(default="", description="Name of the rendered child.")
+    writer: str = Field(
+        default="",
+        description="The ledger ETL's pod that writes (spec.ledger), as the pods report it.",
+    )
     state: str = Field(
         default="",
         description="SUBMITTED, RUNNING, COMPLETED, FAILED, ... (the SparkApplication's state), "
