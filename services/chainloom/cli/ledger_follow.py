@@ -86,6 +86,7 @@ def follow(
             poll_interval=poll_interval,
             on_role=role_changed,
             on_commit=committed,
+            on_trouble=lambda problem: click.echo(f"follower: {problem}", err=True),
             feed=feed,
             stop=stopping,
         )

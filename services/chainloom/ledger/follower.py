@@ -68,18 +68,21 @@ class LedgerFollower:
         poll_interval: float = 1.0,
         on_role: Callable[[RoleChange], None] | None = None,
         on_commit: Callable[[Progress], None] | None = None,
+        on_trouble: Callable[[str], None] | None = None,
         feed: LedgerFeed | None = None,
         stop: threading.Event | None = None,
     ) -> None:
         """``fallback_seconds``: how long the range may stall, with the source ahead, before a
         standby takes over. ``poll_interval``: the writer's wait for a new ledger and the
-        standby's wait between looks. ``stop`` ends the loop between ledgers or looks."""
+        standby's wait between looks. ``on_trouble`` hears of each failed look (it is retried;
+        the 20th in a row raises). ``stop`` ends the loop between ledgers or looks."""
         self._backend = backend
         self._source = source
         self._fallback = fallback_seconds
         self._poll = poll_interval
         self._on_role = on_role
         self._on_commit = on_commit
+        self._on_trouble = on_trouble
         self._feed = feed
         self._stop = stop or threading.Event()
         self.summary = FollowSummary()
@@ -134,12 +137,15 @@ class LedgerFollower:
                 found = self._backend.hard_fetch_ledger_range()
                 stored_max = None if found is None else found.max_sequence
                 latest = self._source.latest_sequence()
-            except ChainloomError:
+            except ChainloomError as failed:
                 self.healthy = False
                 failures += 1
                 if failures >= _WATCH_FAILURES:
                     raise
-                self._stop.wait(_WATCH_BACKOFF.after_failures(failures))
+                wait = _WATCH_BACKOFF.after_failures(failures)
+                if self._on_trouble is not None:
+                    self._on_trouble(f"look {failures} failed, retrying in {wait:.1f}s: {failed}")
+                self._stop.wait(wait)
                 continue
             failures = 0
             self.healthy = True
