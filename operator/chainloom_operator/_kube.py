@@ -297,3 +297,25 @@ class Cluster:
         except ApiError as error:
             if error.status.code != httpx2.codes.NOT_FOUND:
                 raise
+
+
+# ------------------------------------------------------------------ what pods say
+
+ROLE_TIMEOUT = 1.0
+"""Seconds one pod's ``/status`` answer may take (it is only for the status)."""
+
+
+def pod_roles(addresses: Mapping[str, str], port: int) -> dict[str, str | None]:
+    """``pod name -> role`` (``writer``/``standby``; None: no answer) of the pods at
+    ``addresses`` (name -> pod IP)."""
+    roles: dict[str, str | None] = {}
+    with httpx2.Client(timeout=ROLE_TIMEOUT) as client:
+        for name, address in addresses.items():
+            try:
+                answer = client.get(f"http://{address}:{port}/status")
+                answer.raise_for_status()
+                role = answer.json().get("role")
+            except (httpx2.HTTPError, ValueError, AttributeError):
+                role = None
+            roles[name] = role if isinstance(role, str) else None
+    return roles

@@ -34,8 +34,7 @@ from chainloom_operator._handlers.shared import (
     refresh_owner,
     spec_of,
 )
-from chainloom_operator._kube import Cluster
-from chainloom_operator._pod_roles import pod_roles
+from chainloom_operator._kube import Cluster, pod_roles
 from chainloom_operator._render.common import OWNER_KIND_LABEL, OWNER_NAME_LABEL, Owner
 from chainloom_operator._render.ledger_follow import COMPONENT as LEDGER_ETL
 from chainloom_operator._render.ledger_follow import PROBES_PORT
