@@ -501,6 +501,10 @@ class IngestPipelineStatus(Status):
         default="",
         description="The ledger ETL's pod that writes (spec.ledger), as the pods report it.",
     )
+    last_writer: str = Field(
+        default="",
+        description="The last pod seen writing alone (a takeover is a change of it).",
+    )
     state: str = Field(
         default="",
         description="SUBMITTED, RUNNING, COMPLETED, FAILED, ... (the SparkApplication's state), "

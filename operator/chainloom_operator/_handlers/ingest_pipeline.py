@@ -152,8 +152,12 @@ def refresh_pipeline_status(
     if spec.ledger is not None:
         selector = {**owner.selector(), "app.kubernetes.io/component": LEDGER_ETL}
         pods = pods_to_ask(cluster.pods(owner.namespace, selector))
-        patch["writer"] = writer_of(pod_roles(pods, PROBES_PORT))
-        takeover = takeover_event(before.get("writer") or "", patch["writer"])
+        writer = writer_of(pod_roles(pods, PROBES_PORT))
+        last = before.get("lastWriter") or ""
+        takeover = takeover_event(last, writer)
+        patch["writer"] = writer
+        # Kept across the moments nobody writes (the fallback after a writer's death).
+        patch["lastWriter"] = writer if writer and "," not in writer else last
     cluster.patch_status(PLURALS[KIND], owner.namespace, owner.name, patch)
     if takeover is not None:
         _post(cluster, current, owner, *takeover, kind="Normal")

@@ -36,8 +36,9 @@ def writer_of(roles: Mapping[str, str | None]) -> str:
 
 
 def takeover_event(previous: str, current: str) -> tuple[str, str] | None:
-    """``(reason, message)`` of the Event when one writer replaced another, else None (the
-    first writer, no writer for a moment, or two at once are not a takeover yet)."""
+    """``(reason, message)`` of the Event when ``current`` replaced ``previous``, the last pod
+    seen writing alone (kept across the fallback, when nobody writes), else None (the first
+    writer, no writer for a moment, or two at once are not a takeover yet)."""
     if not previous or not current or previous == current or "," in previous + current:
         return None
     return TAKEOVER_REASON, f"pod {current} took over writing the ledger from pod {previous}"
