@@ -231,6 +231,12 @@ class Cluster:
         """A pod as the API server returns it (camelCase keys), or None when it is gone."""
         return self.get("v1", "Pod", namespace, name)
 
+    def pods(self, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The pods in ``namespace`` carrying every label of ``selector`` (camelCase keys)."""
+        listed = self.api.list(self._resource("v1", "Pod"), namespace=namespace,
+                               labels=dict(selector))  # fmt: skip
+        return [dict(pod) for pod in listed]
+
     def list_custom(self, plural: str, namespaces: Iterable[str] = ()) -> Iterator[dict[str, Any]]:
         """The chainloom resources of ``plural`` in ``namespaces`` (none given: the cluster).
 
@@ -291,3 +297,25 @@ class Cluster:
         except ApiError as error:
             if error.status.code != httpx2.codes.NOT_FOUND:
                 raise
+
+
+# ------------------------------------------------------------------ what pods say
+
+ROLE_TIMEOUT = 1.0
+"""Seconds one pod's ``/status`` answer may take (it is only for the status)."""
+
+
+def pod_roles(addresses: Mapping[str, str], port: int) -> dict[str, str | None]:
+    """``pod name -> role`` (``writer``/``standby``; None: no answer) of the pods at
+    ``addresses`` (name -> pod IP)."""
+    roles: dict[str, str | None] = {}
+    with httpx2.Client(timeout=ROLE_TIMEOUT) as client:
+        for name, address in addresses.items():
+            try:
+                answer = client.get(f"http://{address}:{port}/status")
+                answer.raise_for_status()
+                role = answer.json().get("role")
+            except (httpx2.HTTPError, ValueError, AttributeError):
+                role = None
+            roles[name] = role if isinstance(role, str) else None
+    return roles

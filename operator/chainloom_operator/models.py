@@ -410,6 +410,53 @@ class StreamingSpec(Spec):
     )
 
 
+class SecretMount(Spec):
+    """A Secret mounted read-only (mode 0440) into the pods: the files a secured store's
+    settings name (``password_file``, ``tls.*``), as the chart's ``operator.secretMounts``."""
+
+    secret: ResourceName = Field(description="Name of the Secret (same namespace).")
+    mount_path: str = Field(
+        min_length=2, pattern=r"^/", description="Directory the Secret's keys appear in."
+    )
+
+
+class LedgerFollowSpec(Spec):
+    """The following ledger ETL: ``chainloom ledger follow`` replicas keeping the sink's
+    Cassandra history current from rippled's gRPC API; one writes, the others stand by."""
+
+    grpc: str = Field(
+        min_length=3,
+        pattern=r"^[^\s:]+:[0-9]{1,5}$",
+        description="rippled's gRPC endpoint host:port ([port_grpc], usually 50051).",
+    )
+    start: int | None = Field(
+        default=None, ge=1, description="First ledger of an empty keyspace; null: rippled's newest."
+    )
+    replicas: int = Field(default=2, ge=1, le=8, description="Pods: one writer, the rest standbys.")
+    fallback_seconds: float = Field(
+        default=10.0,
+        ge=0.1,
+        description="How long the ledger range may stall, with rippled ahead, before a standby "
+        "takes over (Clio's fallback).",
+    )
+    poll_interval: float = Field(
+        default=1.0, ge=0.01, description="Seconds between looks for a new ledger or the range."
+    )
+    image: str = Field(default="chainloom:latest", min_length=1, description="The chainloom image.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        default="IfNotPresent", description="imagePullPolicy of the pods."
+    )
+    secret_mounts: tuple[SecretMount, ...] = Field(
+        default=(), description="Secrets holding the files the sink's cassandra settings name."
+    )
+    env: dict[str, str] = reused(KubernetesSettings, "env")
+    resources: Resources = Field(default_factory=Resources, description="Per ETL pod.")
+    placement: PodPlacement = Field(
+        default_factory=PodPlacement,
+        description="Node selector, tolerations and affinity of the pods.",
+    )
+
+
 cel(
     BatchSpec,
     ("self.job == 'gap-backfill' || self.job == 'export' || has(self.input)",
@@ -432,13 +479,20 @@ class IngestPipelineSpec(Spec):
     streaming: StreamingSpec | None = Field(
         default=None, description="The indexer (mode streaming)."
     )
+    ledger: LedgerFollowSpec | None = Field(
+        default=None,
+        description="The ledger ETL following rippled (mode streaming, a cassandra sink); "
+        "instead of streaming.",
+    )
 
     def cel_checks(self) -> list[str]:
         broken = []
+        if self.ledger is not None and (self.mode != "streaming" or self.streaming is not None):
+            broken.append("ledger is for mode streaming, instead of streaming")
         if self.schedule is not None and self.mode != "batch":
             broken.append("schedule is only for batch jobs")
         if (self.mode == "batch") != (self.batch is not None) or (self.mode == "streaming") != (
-            self.streaming is not None
+            self.streaming is not None or self.ledger is not None
         ):
             broken.append("give batch for mode batch, streaming for mode streaming (not both)")
         return broken
@@ -448,8 +502,10 @@ cel(
     IngestPipelineSpec,
     ("!has(self.schedule) || self.mode == 'batch'", "schedule is only for batch jobs"),
     ("(self.mode == 'batch') == has(self.batch) && (self.mode == 'streaming') == "
-     "has(self.streaming)",
+     "(has(self.streaming) || has(self.ledger))",
      "give batch for mode batch, streaming for mode streaming (not both)"),
+    ("!has(self.ledger) || (self.mode == 'streaming' && !has(self.streaming))",
+     "ledger is for mode streaming, instead of streaming"),
 )  # fmt: skip
 
 
@@ -462,6 +518,14 @@ class IngestPipelineStatus(Status):
     )
 
     application: str = Field(default="", description="Name of the rendered child.")
+    writer: str = Field(
+        default="",
+        description="The ledger ETL's pod that writes (spec.ledger), as the pods report it.",
+    )
+    last_writer: str = Field(
+        default="",
+        description="The last pod seen writing alone (a takeover is a change of it).",
+    )
     state: str = Field(
         default="",
         description="SUBMITTED, RUNNING, COMPLETED, FAILED, ... (the SparkApplication's state), "

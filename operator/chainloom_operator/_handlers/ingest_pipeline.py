@@ -34,8 +34,11 @@ from chainloom_operator._handlers.shared import (
     refresh_owner,
     spec_of,
 )
-from chainloom_operator._kube import Cluster
+from chainloom_operator._kube import Cluster, pod_roles
 from chainloom_operator._render.common import OWNER_KIND_LABEL, OWNER_NAME_LABEL, Owner
+from chainloom_operator._render.ledger_follow import COMPONENT as LEDGER_ETL
+from chainloom_operator._render.ledger_follow import PROBES_PORT
+from chainloom_operator._render.ledger_writer import pods_to_ask, takeover_event, writer_of
 from chainloom_operator._render.pipeline import render_pipeline
 from chainloom_operator._render.spark_options import secret_references
 from chainloom_operator._render.spark_status import (
@@ -145,15 +148,32 @@ def refresh_pipeline_status(
     patch["summary"] = summary_patch(previous_summary, status.summary)
     patch["executorState"] = summary_patch(before.get("executorState") or {},
                                            status.executor_state)  # fmt: skip
+    takeover = None
+    if spec.ledger is not None:
+        selector = {**owner.selector(), "app.kubernetes.io/component": LEDGER_ETL}
+        pods = pods_to_ask(cluster.pods(owner.namespace, selector))
+        writer = writer_of(pod_roles(pods, PROBES_PORT))
+        last = before.get("lastWriter") or ""
+        takeover = takeover_event(last, writer)
+        patch["writer"] = writer
+        # Kept across the moments nobody writes (the fallback after a writer's death).
+        patch["lastWriter"] = writer if writer and "," not in writer else last
     cluster.patch_status(PLURALS[KIND], owner.namespace, owner.name, patch)
+    if takeover is not None:
+        _post(cluster, current, owner, *takeover, kind="Normal")
     if failure is None:
         for reason, message in pipeline_warnings(previous_conditions(current), status.conditions):
-            try:
-                cluster.post_event(current, reason, message)
-            except Exception as error:  # the status says it too
-                log.warning("%s %s/%s: cannot post an event: %s", KIND, owner.namespace,
-                            owner.name, error)  # fmt: skip
+            _post(cluster, current, owner, reason, message)
     return recheck_after(spec, run, now_)
+
+
+def _post(cluster: Cluster, involved: Mapping[str, Any], owner: Owner, reason: str,
+          message: str, *, kind: str = "Warning") -> None:  # fmt: skip
+    try:
+        cluster.post_event(involved, reason, message, kind=kind)
+    except Exception as error:  # the status says it too
+        log.warning("%s %s/%s: cannot post an event: %s", KIND, owner.namespace,
+                    owner.name, error)  # fmt: skip
 
 
 @kopf.on.resume(GROUP, VERSION, "ingestpipelines")
@@ -204,14 +224,20 @@ def pipeline_driver_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 
 def recheck_pipelines(cluster: Cluster, settings: OperatorSettings, stop: threading.Event,
                       books: Bookkeeping) -> None:  # fmt: skip
-    """Refresh the status of each batch pipeline whose run has not finished (in the watched
-    namespaces): a watch event lost while the connection was down is made good here."""
+    """Refresh the status of each batch pipeline whose run has not finished, and of each
+    ledger ETL (its writer), in the watched namespaces: a watch event lost while the
+    connection was down is made good here."""
     for body in listed(cluster, KIND, settings.namespaces):
         if stop.is_set():
             return
         spec, status = body.get("spec") or {}, body.get("status") or {}
         finished = not spec.get("schedule") and status.get("state") in FINISHED_STATES
-        if body["metadata"].get("deletionTimestamp") or spec.get("mode") != "batch" or finished:
+        following = spec.get("ledger") is not None  # a takeover changes no child: look here
+        if (
+            body["metadata"].get("deletionTimestamp")
+            or finished
+            or (spec.get("mode") != "batch" and not following)
+        ):
             continue
         try:
             refresh_owner(KIND, key_of(KIND, body), books=books, cluster=cluster,

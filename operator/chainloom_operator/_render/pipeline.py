@@ -37,6 +37,7 @@ from chainloom_operator._render.common import (
     resources,
     telemetry_environment,
 )
+from chainloom_operator._render.ledger_follow import follow_children
 from chainloom_operator._render.spark_options import with_options
 from chainloom_operator.errors import SpecError
 from chainloom_operator.models import BackendTableSpec, BatchSpec, IngestPipelineSpec, StreamingSpec
@@ -251,8 +252,10 @@ def render_pipeline(
     *,
     otlp_endpoint: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every child of the pipeline (``otlp_endpoint``: where the indexer's pods or the Spark
-    driver export)."""
+    """Every child of the pipeline (``otlp_endpoint``: where the indexer's or the ledger ETL's
+    pods or the Spark driver export)."""
+    if spec.ledger is not None:
+        return follow_children(owner, spec, sink, otlp_endpoint)
     if spec.mode == "streaming":
         return indexer_children(owner, spec, sink, otlp_endpoint)
     assert spec.batch is not None

@@ -600,3 +600,13 @@ def api(
         raise LedgerConfigError(f"cannot listen on {host}:{port}: {error.strerror}") from None
     finally:
         backend.close()
+
+
+def _add_follow() -> None:
+    """``follow`` lives in :mod:`chainloom.cli.ledger_follow` and builds on the helpers above."""
+    from chainloom.cli.ledger_follow import follow
+
+    ledger.add_command(follow)
+
+
+_add_follow()

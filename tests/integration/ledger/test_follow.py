@@ -1,0 +1,196 @@
+"""``chainloom ledger follow`` on the real Cassandra: two replicas against a replay server that
+releases ledgers like a live network; SIGKILL the writer mid-run, the standby takes over, and the
+history equals a clean load of the same dump, every ledger committed exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.service import make_backend
+from chainloom_dev.net import free_port
+from tests.integration.ledger.test_cli import FIRST, _walk, run
+
+LEDGERS = 40
+LAST = FIRST + LEDGERS
+_COMMITTED = re.compile(r"follower: committed ledger (\d+)")
+
+
+def _wait(what: str, check: object, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _committed(log: Path) -> list[int]:
+    return [int(m.group(1)) for m in _COMMITTED.finditer(log.read_text())]
+
+
+def _status(port: int) -> dict[str, object]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as answer:
+        found: dict[str, object] = json.loads(answer.read())
+        return found
+
+
+def _stop(process: subprocess.Popen[bytes]) -> int:
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _same_history(followed: BackendInterface, clean: BackendInterface) -> None:
+    """Headers, diffs, transactions and the whole state, read back through the read paths."""
+    for sequence in range(FIRST, LAST + 1):
+        assert followed.fetch_ledger_by_sequence(sequence) == clean.fetch_ledger_by_sequence(
+            sequence
+        ), sequence
+        assert sorted(followed.fetch_ledger_diff(sequence), key=lambda o: o.key) == sorted(
+            clean.fetch_ledger_diff(sequence), key=lambda o: o.key
+        ), sequence
+        hashes = sorted(followed.fetch_all_transaction_hashes_in_ledger(sequence))
+        assert hashes == sorted(clean.fetch_all_transaction_hashes_in_ledger(sequence)), sequence
+        assert followed.fetch_transactions(hashes) == clean.fetch_transactions(hashes), sequence
+    for sequence in (FIRST, FIRST + LEDGERS // 2, LAST):
+        assert _walk(followed, sequence) == _walk(clean, sequence), sequence
+
+
+@pytest.mark.slow
+def test_the_standby_takes_over_from_a_killed_writer_and_the_history_equals_a_clean_load(
+    vectors_dir: Path,
+    tmp_path: Path,
+    cassandra_address: tuple[str, int],
+    cassandra_keyspace: str,
+) -> None:
+    dump = tmp_path / "live.jsonl"
+    run(
+        "generate", "--from-state", str(FIRST), "--ledgers", str(LEDGERS),
+        "--txs-per-ledger", "20", "--seed", "9", "--vectors", str(vectors_dir),
+        "--out", str(dump), "--json",
+    )  # fmt: skip
+    host, port = cassandra_address
+    grpc_port = free_port()
+    replay = subprocess.Popen(
+        [sys.executable, "-m", "chainloom_dev", "ledger", "replay", str(dump),
+         "--listen", f"127.0.0.1:{grpc_port}", "--interval", "0.4"],
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    command = [
+        sys.executable, "-m", "chainloom.cli", "ledger", "follow",
+        "--grpc", f"127.0.0.1:{grpc_port}", "--start", str(FIRST),
+        "--fallback-seconds", "2", "--poll-interval", "0.1",
+        "--backend", "cassandra", "--cassandra-hosts", f"{host}:{port}",
+        "--keyspace", cassandra_keyspace, "--replication-factor", "1",
+    ]  # fmt: skip
+    logs = {name: tmp_path / f"{name}.log" for name in ("a", "b")}
+    probes = {name: free_port() for name in ("a", "b")}
+    files: list[IO[bytes]] = []
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    reader: BackendInterface | None = None
+    clean: BackendInterface | None = None
+
+    def start(name: str) -> subprocess.Popen[bytes]:
+        out = logs[name].open("wb")
+        files.append(out)
+        processes[name] = subprocess.Popen(
+            [*command, "--probes", f"127.0.0.1:{probes[name]}"], env=dict(os.environ), stderr=out
+        )
+        return processes[name]
+
+    def stored_max() -> int | None:
+        assert reader is not None
+        found = reader.hard_fetch_ledger_range()
+        return None if found is None else found.max_sequence
+
+    try:
+        assert replay.stderr is not None
+        assert b"replaying" in replay.stderr.readline()
+        writer = start("a")
+        _wait("a to write", lambda: "role writer" in logs["a"].read_text())
+        _wait("the first commit", lambda: _committed(logs["a"]))
+        reader = make_backend(
+            {
+                "type": "cassandra",
+                "cassandra": {"hosts": [host], "port": port, "keyspace": cassandra_keyspace},
+                "read_only": True,
+            }
+        )
+        standby = start("b")
+        _wait("b to stand by", lambda: "role standby" in logs["b"].read_text())
+        _wait("ledgers to flow", lambda: (stored_max() or 0) >= FIRST + 10)
+        assert writer.poll() is None
+        assert standby.poll() is None
+        assert _status(probes["a"])["role"] == "writer"
+        assert _status(probes["b"]) == {
+            "role": "standby",
+            "committed": 0,
+            "last_committed": None,
+            "takeovers": 0,
+            "conflicts": 0,
+        }
+
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        killed_at = stored_max()
+        assert killed_at is not None
+        assert killed_at < LAST, "the writer finished before the kill"
+
+        _wait("b to take over", lambda: "role writer" in logs["b"].read_text(), timeout=60)
+        _wait("the end of the dump", lambda: stored_max() == LAST, timeout=180)
+        taken_over = _status(probes["b"])
+        assert taken_over["role"] == "writer"
+        assert taken_over["takeovers"] == 1
+        assert taken_over["last_committed"] == LAST
+        assert _stop(standby) == 0
+        b_log = logs["b"].read_text()
+        assert "ledger range stuck at" in b_log
+        assert "follower: stopped as writer" in b_log
+
+        # Every ledger committed exactly once: a's lines (its last may be lost with the kill)
+        # and b's lines meet without overlap and without a hole.
+        by_a, by_b = _committed(logs["a"]), _committed(logs["b"])
+        assert by_a == list(range(FIRST, by_a[-1] + 1))
+        assert by_a[-1] in (killed_at, killed_at - 1)
+        assert by_b == list(range(killed_at + 1, LAST + 1))
+
+        clean_db = tmp_path / "clean.db"
+        run("load", str(dump), "--quiet", "--json", "--sqlite-path", str(clean_db))
+        clean = make_backend({"type": "sqlite", "sqlite": {"path": str(clean_db)}})
+        found = reader.hard_fetch_ledger_range()
+        assert found is not None
+        assert (found.min_sequence, found.max_sequence) == (FIRST, LAST)
+        _same_history(reader, clean)
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for out in files:
+            out.close()
+        replay.send_signal(signal.SIGTERM)
+        try:
+            replay.wait(timeout=30)
+        finally:
+            if replay.poll() is None:
+                replay.kill()
+                replay.wait()
+            if replay.stderr:
+                replay.stderr.close()
+        for backend in (reader, clean):
+            if backend is not None:
+                backend.close()
