@@ -7,14 +7,20 @@ lost fence (it stands by instead; :mod:`chainloom.ledger.follower`).
 
 from __future__ import annotations
 
-import signal
 import threading
-from types import FrameType
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import click
 
-from chainloom.cli.ledger import _backend_options, _feed_options, _guard, _open_backend, _open_feed
+from chainloom.cli.ledger import (
+    _backend_options,
+    _feed_flags,
+    _feed_options,
+    _guard,
+    _ledger_settings,
+    _open_backend,
+)
 
 
 @click.command()
@@ -52,13 +58,15 @@ def follow(
     poll_interval: float,
     probes: str | None,
     feed_redis: str | None,
-    feed_channel: str,
+    feed_channel: str | None,
     **options: Any,
 ) -> None:
     """Follow rippled: write while holding the ledger_range fence, else stand by and take over."""
     from chainloom.ledger.etl import Progress
+    from chainloom.ledger.feed_redis import feed_from
     from chainloom.ledger.follower import LedgerFollower, RoleChange
     from chainloom.ledger.service import open_source
+    from chainloom.signals import stop_signals
 
     def role_changed(change: RoleChange) -> None:
         at = "empty" if change.stored_max is None else str(change.stored_max)
@@ -69,15 +77,9 @@ def follow(
         click.echo(f"follower: committed ledger {progress.sequence} (lag {lag})", err=True)
 
     stopping = threading.Event()
-
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        del signum, frame
-        stopping.set()
-
-    feed = _open_feed(feed_redis, feed_channel)
+    feed = feed_from(_ledger_settings(options, _feed_flags(feed_redis, feed_channel)).feed)
     source = open_source(grpc=grpc_address, start=start)
     backend = _open_backend(options, read_only=False)
-    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         follower = LedgerFollower(
             backend,
@@ -92,13 +94,17 @@ def follow(
         )
         served = _serve_probes(follower, probes)
         try:
-            summary = follower.run(until=stop)
+            # The follower runs in a thread of its own; the main thread waits for SIGTERM and
+            # sets ``stopping`` in plain code (chainloom.signals says why not in a handler).
+            with stop_signals() as signals, ThreadPoolExecutor(1, "follower") as pool:
+                running = pool.submit(follower.run, until=stop)
+                signals.wait(until=running.done)
+                stopping.set()
+                summary = running.result()
         finally:
             if served is not None:
                 served.stop()
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         backend.close()
         source.close()
         if feed is not None:
