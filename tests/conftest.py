@@ -266,6 +266,17 @@ def _state_of(run_dir: Path) -> dict[str, Running]:
     return {name: Running(**entry) for name, entry in json.loads(path.read_text()).items()}
 
 
+def _current_image(state: dict[str, Running]) -> None:
+    """A running node's ``chainloom:dev`` rebuilt and imported when this checkout's sources
+    differ from the ones it was built from (a shared stack keeps the image of whichever
+    checkout last built it); nothing is done when they are the same."""
+    from chainloom_dev.stack.components.image import PLAIN_RECIPE, source_root
+
+    built = state.get(PLAIN_RECIPE.name)
+    if built is not None and built.extra.get("inputs") != PLAIN_RECIPE.input_hash(source_root()):
+        manager.refresh(PLAIN_RECIPE.name)
+
+
 @pytest.fixture(scope="session")
 def node_cluster() -> Iterator[NodeCluster]:
     """A stack whose pods run real containers on a real node.
@@ -286,7 +297,8 @@ def node_cluster() -> Iterator[NodeCluster]:
 
     state = manager.load_state()
     if "kubelet" in state and manager.status(["kubelet"])[0].healthy:
-        yield NodeCluster(run_dir(), state)
+        _current_image(state)
+        yield NodeCluster(run_dir(), manager.load_state())
         return
     if os.environ.get("CHAINLOOM_NODE") != "1":
         pytest.skip("no node is up: run 'chainloom-dev stack up --node' or set CHAINLOOM_NODE=1")
