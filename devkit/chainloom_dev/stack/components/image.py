@@ -67,7 +67,8 @@ USER_ID = 10001
 ``getpass.getuser()``, which fails for a uid the image does not know."""
 
 _SOURCE_TREES = ("services", "operator", "spark-apps")
-_SKIPPED = {"__pycache__", ".mypy_cache", ".pytest_cache"}
+_SKIPPED = {"__pycache__", ".mypy_cache", ".pytest_cache", "build"}
+"""Left out of the hash: caches, and the ``build/`` folders setuptools leaves in a tree it built."""
 
 
 @dataclass(frozen=True)
@@ -427,7 +428,11 @@ def _build_into(
     copy_tree(dependencies_rootfs, rootfs)
     pip_install_offline(rootfs, work / "wheels", "--no-deps", "chainloom")
     if recipe.dev_kit:
-        pip_wheel(root, work / "dev-wheels", "--no-deps", str(root / "devkit"))
+        # Built from a clean copy: setuptools would reuse (and pack) a stale devkit/build/.
+        devkit = work / "devkit"
+        unbuilt = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+        shutil.copytree(root / "devkit", devkit, ignore=unbuilt)
+        pip_wheel(root, work / "dev-wheels", "--no-deps", str(devkit))
         pip_install_offline(rootfs, work / "dev-wheels", "--no-deps", "chainloom-dev")
     add_user(rootfs)
     for source, placed in recipe.files:
