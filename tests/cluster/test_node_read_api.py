@@ -26,6 +26,7 @@ from chainloom.eventstore.config import EventStoreSettings
 from chainloom.eventstore.service import locate
 from chainloom.eventstore.writer import EventWriter
 from chainloom.ledger.api.server import ServerThread
+from chainloom.ledger.cassandra_schema import TABLE_NAMES
 from chainloom.ledger.config import DatabaseSettings
 from chainloom.ledger.service import make_backend
 from chainloom.settings import BigtableSettings, CassandraSettings
@@ -253,8 +254,9 @@ def test_the_ledger_api_serves_through_its_service_on_the_node(
                                      "ledger")  # fmt: skip
                 return dict(found.get("status") or {})
 
-            wait_explained(lambda: len(status().get("tables") or ()) == 13, timeout=420,
-                           every=2, what="the keyspace's tables", explain=explain)  # fmt: skip
+            wait_explained(lambda: len(status().get("tables") or ()) == len(TABLE_NAMES),
+                           timeout=420, every=2, what="the keyspace's tables",
+                           explain=explain)  # fmt: skip
             config = DatabaseSettings(type="cassandra", cassandra=CassandraSettings(
                 hosts=(host,), port=port, keyspace=keyspace, replication_factor=1))  # fmt: skip
             load(config, make_dump(vectors_dir, tmp_path / "ledgers.jsonl"))

@@ -15,6 +15,7 @@ import yaml
 from chainloom.eventstore import bigtable as store
 from chainloom.eventstore.config import EventStoreSettings
 from chainloom.eventstore.service import locate
+from chainloom.ledger.cassandra_schema import TABLE_NAMES
 from chainloom.settings import BigtableSettings
 from tests.conftest import StackForTests
 from tests.operator_support import (
@@ -138,7 +139,7 @@ def test_cassandra_keyspace_drift_and_delete_policy(
     status = wait_for(
         lambda: _status_with(kubeconfig, namespace, "ledger", "tables"),
         timeout=300, every=2, what="the keyspace in status")  # fmt: skip
-    assert len(status["tables"]) == 13
+    assert len(status["tables"]) == len(TABLE_NAMES)
     assert _condition(status, "Ready")["status"] == "True"
     found = kubectl_json(kubeconfig, "-n", namespace, "get", "btable", "ledger")
     assert found["metadata"]["finalizers"] == ["chainloom.io/finalizer"]
@@ -149,7 +150,7 @@ def test_cassandra_keyspace_drift_and_delete_policy(
         tables = session.execute(
             "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,)
         )
-        assert len(list(tables)) == 13
+        assert len(list(tables)) == len(TABLE_NAMES)
         session.execute(
             f"ALTER KEYSPACE {keyspace} WITH replication = "
             "{'class': 'SimpleStrategy', 'replication_factor': 2}",

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from chainloom.ledger.cassandra_schema import TABLE_NAMES
 from tests.operator_support import (
     OperatorProcess,
     install_crds,
@@ -86,7 +87,7 @@ def test_a_secured_keyspace_is_created_and_a_refused_login_reported(
     wait_for(lambda: _ready(kubeconfig, namespace, "ledger").get("status") == "True",
              timeout=300, every=2, what="the secured keyspace Ready")  # fmt: skip
     status = kubectl_json(kubeconfig, "-n", namespace, "get", "btable", "ledger")["status"]
-    assert len(status["tables"]) == 13
+    assert len(status["tables"]) == len(TABLE_NAMES)
     assert not status.get("drift")  # NetworkTopologyStrategy {datacenter1: 1}, as asked
 
     wrong = tmp_path / "wrong-password"
