@@ -102,11 +102,13 @@ def _guard(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _open_backend(options: dict[str, Any], *, read_only: bool) -> BackendInterface:
+def _open_backend(
+    options: dict[str, Any], *, read_only: bool, existing: bool = False
+) -> BackendInterface:
     """Flags -> LedgerSettings (over --config and the environment) -> the backend."""
     from chainloom.ledger.service import open_backend
 
-    return open_backend(_ledger_settings(options), read_only=read_only)
+    return open_backend(_ledger_settings(options), read_only=read_only, existing=existing)
 
 
 def _ledger_settings(options: dict[str, Any], more: dict[str, Any] | None = None) -> LedgerSettings:
@@ -266,7 +268,7 @@ def backfill_mpt_holders_(**options: Any) -> None:
     """Fill the MPToken holders table of a store loaded before the ETL wrote it."""
     from chainloom.ledger.mpt_backfill import backfill_mpt_holders
 
-    backend = _open_backend(options, read_only=False)
+    backend = _open_backend(options, read_only=False, existing=True)
     try:
         written = backfill_mpt_holders(backend)
     finally:

@@ -41,16 +41,20 @@ def make_backend(config: DatabaseSettings | Mapping[str, Any]) -> BackendInterfa
     return backend
 
 
-def open_backend(settings: LedgerSettings, *, read_only: bool = False) -> BackendInterface:
+def open_backend(
+    settings: LedgerSettings, *, read_only: bool = False, existing: bool = False
+) -> BackendInterface:
     """The configured backend, connected, with its range loaded.
 
     ``read_only`` (or ``database.read_only``) opens it for reading only; a SQLite file that
-    does not exist is then an error rather than an empty database created on the spot.
+    does not exist is then an error rather than an empty database created on the spot. So it
+    is with ``existing``, for a command that writes to a store it expects to find loaded.
     """
     database = settings.database
     if read_only and not database.read_only:
         database = database.model_copy(update={"read_only": True})
-    if database.read_only and database.type == "sqlite" and not Path(database.sqlite.path).exists():
+    must_exist = existing or database.read_only
+    if must_exist and database.type == "sqlite" and not Path(database.sqlite.path).exists():
         raise LedgerConfigError(f"SQLite database {database.sqlite.path} does not exist")
     return make_backend(database)
 
