@@ -44,6 +44,13 @@ def pytest_configure(config: pytest.Config) -> None:
         del os.environ[name]
 
 
+LAST = frozenset({"kubeconfig", "evm_rpc", "solcjs"})
+"""Fixtures of the stack's slowest builds (the Kubernetes control plane, geth, solcjs). The
+integration tests that use one (or are marked ``last``) run after the other integration and
+unit tests, in their own order: ``scripts/test`` builds those parts beside those tiers, and
+these tests wait for them."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(str(item.fspath)).relative_to(REPO_ROOT / "tests").parts
@@ -51,6 +58,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(getattr(pytest.mark, parts[0]))
         if "node_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.node)
+    items.sort(key=_runs_last)
+
+
+def _runs_last(item: pytest.Item) -> bool:
+    if item.get_closest_marker("integration") is None:
+        return False
+    last = item.get_closest_marker("last") is not None
+    return last or not LAST.isdisjoint(getattr(item, "fixturenames", ()))
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,7 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from chainloom_dev.stack import _process
+
+pytestmark = pytest.mark.last  # the Kubernetes tier: built beside the tiers by scripts/test
 
 COMPONENTS = "redis,bigtable,cassandra,kubernetes"
 

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from chainloom_dev.stack import _process
@@ -95,6 +96,7 @@ def test_a_crashed_component_restarts_on_its_port_and_redis_keeps_its_data(
     assert stopped.returncode == 0, stopped.stderr
 
 
+@pytest.mark.last  # etcd: built beside the tiers by scripts/test
 def test_cassandra_and_etcd_restart_on_their_ports_with_their_data(tmp_path: Path) -> None:
     """The stores that keep data for other components come back with it after a SIGKILL: a
     keyspace in Cassandra, a key in etcd (the API server's objects)."""
