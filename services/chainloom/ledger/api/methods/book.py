@@ -42,9 +42,9 @@ def book_offers(ctx: Context, params: rq.BookOffersParams, api_version: int) -> 
     for offer in book_offers_of(ctx, params.book, header.sequence, params.limit):
         decoded = to_json(offer.blob)
         decoded["index"] = shapes.hex_upper(offer.key)
-        directory = binary.decode(offer.blob).get(sf.BOOK_DIRECTORY)
-        if isinstance(directory, bytes):
-            decoded["quality"] = shapes.quality_text(directory)
+        directory = decoded.get("BookDirectory")
+        if isinstance(directory, str):
+            decoded["quality"] = shapes.quality_text(bytes.fromhex(directory))
         offers.append(decoded)
     result = ledger_result(header)
     result["offers"] = offers
