@@ -15,6 +15,7 @@ from chainloom.ledger.types import LAST_KEY
 from chainloom.ledger.xrpl import binary, keylets
 from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl.hashing import sha512_half
+from chainloom.ledger.xrpl.parse import book_base
 
 BOOK = bytes([0x42]) * 24 + bytes(8)
 NEXT_BOOK = bytes([0x42]) * 23 + b"\x43" + bytes(8)
@@ -117,6 +118,9 @@ def test_the_walk_reads_only_the_pages_it_needs() -> None:
 def test_quality_next_is_the_end_of_the_book() -> None:
     assert quality_next(BOOK) == BOOK[:23] + b"\x43" + bytes(8)
     assert quality_next(b"\xff" * 24 + bytes(8)) == LAST_KEY
+    directory = bytes(range(24)) + (0x4F0415EB4EA0C727).to_bytes(8, "big")
+    assert book_base(directory) == bytes(range(24)) + bytes(8)
+    assert quality_next(book_base(directory)) == bytes(range(23)) + bytes([24]) + bytes(8)
 
 
 def test_missing_pages_offers_and_a_backward_list_are_corruption() -> None:
@@ -130,10 +134,10 @@ def test_missing_pages_offers_and_a_backward_list_are_corruption() -> None:
     del without_offer[first[1]]
     with pytest.raises(LedgerCorruptionError, match="which is absent"):
         book_offers(StateReads(without_offer), BOOK, 10, 7)
-    garbled = dict(state)
-    garbled[root] = b"\x11\x00\x64\x22"
-    with pytest.raises(LedgerCorruptionError, match=root.hex().upper()):
-        book_offers(StateReads(garbled), BOOK, 10, 7)
+    truncated = dict(state)
+    truncated[root] = state[root][:-5]
+    with pytest.raises(LedgerCorruptionError, match=f"{root.hex().upper()} at ledger 7: .*trunc"):
+        book_offers(StateReads(truncated), BOOK, 10, 7)
 
     class Backward(StateReads):
         def successor(self, key: bytes) -> bytes | None:
