@@ -15,10 +15,8 @@ Ledger API (``--part ledger``):
      256, JSON and binary separately), starting over at the end;
    * ``account_tx``: each request asks for the 20 newest transactions of one of the accounts
      with history (round robin), decoded (JSON) and as blobs (binary);
-   * ``account_info`` / ``account_lines`` on the newest ledger, answered from the newest-ledger
-     cache, against the bare backend reads the methods would otherwise make (the AccountRoot;
-     the AccountRoot, the owner directory's first page and its entries), goal >= 0.8: once over
-     HTTP, once in this process (the method plus its orjson encoding, no HTTP, label ``call``).
+   * the newest-ledger reads answered from the cache (``account_info``, ``account_lines``,
+     ``book_offers``, :mod:`bench.api_newest`; alone with ``--part newest``).
 
 The binary forms compare the server's own overhead (parsing, threads, HTTP, hex) with the bare
 backend calls; the JSON forms add decoding every object and transaction to JSON in Python,
@@ -125,7 +123,7 @@ def _start_server(backend_flags: list[str], workers: int) -> tuple[subprocess.Po
     return process, int(found.group(1))
 
 
-async def _http_run(
+async def http_run(
     url: str, clients: int, seconds: float, next_body: Callable[[int, dict[str, Any]], bytes]
 ) -> list[float]:
     import aiohttp
@@ -154,7 +152,7 @@ async def _http_run(
     return latencies
 
 
-def _direct_run(
+def direct_run(
     clients: int, seconds: float, call: Callable[[int, dict[str, Any]], None]
 ) -> list[float]:
     latencies: list[float] = []
@@ -176,7 +174,7 @@ def _direct_run(
     return latencies
 
 
-def _report(
+def report(
     name: str,
     seconds: float,
     http: list[float],
@@ -287,8 +285,8 @@ def _events_bench(args: argparse.Namespace) -> None:
                     if reader.get(keys[index % len(keys)]) is None:
                         raise SystemExit("a stored row was not found")
 
-                direct = _direct_run(args.clients, args.seconds, read)
-                _report("events vaa by id", args.seconds, http, direct)
+                direct = direct_run(args.clients, args.seconds, read)
+                report("events vaa by id", args.seconds, http, direct)
                 _filtered_pages(base, tables, args, len(keys))
             finally:
                 process.terminate()
@@ -324,8 +322,8 @@ def _filtered_pages(base: str, tables: Any, args: argparse.Namespace, count: int
         if len(tables.read_event_rows(row_keys)) != 20:
             raise SystemExit("a filtered page was short")
 
-    direct = _direct_run(args.clients, args.seconds, page)
-    _report("events filtered page", args.seconds, http, direct)
+    direct = direct_run(args.clients, args.seconds, page)
+    report("events filtered page", args.seconds, http, direct)
 
 
 def main() -> None:
@@ -338,9 +336,10 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "cassandra"], default="sqlite")
     parser.add_argument(
         "--part",
-        choices=["ledger", "events", "both", "stream"],
+        choices=["ledger", "newest", "events", "both", "stream"],
         default="both",
-        help="Which API to bench (stream: the events API's push stream, bench/api_stream.py).",
+        help="Which API to bench (stream: the events API's push stream, bench/api_stream.py; "
+        "newest: only the ledger API's reads of the newest ledger, bench/api_newest.py).",
     )
     parser.add_argument("--subscribers", type=int, default=100, help="Stream clients.")
     parser.add_argument("--batch", type=int, default=50, help="Writer batch for --part stream.")
@@ -417,7 +416,7 @@ def main() -> None:
         process, port = _start_server(flags, args.clients)
         url = f"http://127.0.0.1:{port}/"
         try:
-            for binary_form in (False, True):
+            for binary_form in (False, True) if args.part != "newest" else ():
                 name = f"ledger_data{' binary' if binary_form else ''}"
 
                 def page_body(
@@ -439,11 +438,11 @@ def main() -> None:
                     page = backend.fetch_ledger_page(state.get("cursor"), last, 256)
                     state["cursor"] = page.cursor
 
-                http = asyncio.run(_http_run(url, args.clients, args.seconds, page_body))
-                direct = _direct_run(args.clients, args.seconds, page_direct)
-                _report(name, args.seconds, http, direct)
+                http = asyncio.run(http_run(url, args.clients, args.seconds, page_body))
+                direct = direct_run(args.clients, args.seconds, page_direct)
+                report(name, args.seconds, http, direct)
 
-            for binary_form in (False, True):
+            for binary_form in (False, True) if args.part != "newest" else ():
                 name = f"account_tx{' binary' if binary_form else ''}"
 
                 def tx_body(
@@ -462,76 +461,19 @@ def main() -> None:
                     account = account_list[index % len(account_list)]
                     backend.fetch_account_transactions(account, 20, False)
 
-                http = asyncio.run(_http_run(url, args.clients, args.seconds, tx_body))
-                direct = _direct_run(args.clients, args.seconds, tx_direct)
-                _report(name, args.seconds, http, direct)
-            _newest_ledger_reads(args, url, backend, last, account_list)
+                http = asyncio.run(http_run(url, args.clients, args.seconds, tx_body))
+                direct = direct_run(args.clients, args.seconds, tx_direct)
+                report(name, args.seconds, http, direct)
+            sys.path.insert(0, str(REPO))  # run as a script: bench/ is not a package on the path
+            from bench.api_newest import newest_ledger_reads
+
+            newest_ledger_reads(args, url, backend, last, account_list)
         finally:
             process.terminate()
             process.wait(timeout=30)
             backend.close()
             if args.backend == "cassandra":
                 _drop_keyspace(args.cassandra, keyspace)
-
-
-def _newest_ledger_reads(
-    args: argparse.Namespace, url: str, backend: Any, last: int, accounts: list[bytes]
-) -> None:
-    """``account_info`` / ``account_lines`` on the newest ledger, answered from the cache,
-    against the bare backend reads the methods would otherwise make: over HTTP (the server's
-    own cache, loaded by a first request), and in this process (the method and its JSON encoding
-    with a loaded cache, no HTTP)."""
-    import orjson
-
-    from chainloom.ledger.api import params as pm
-    from chainloom.ledger.api.methods import Context, answer
-    from chainloom.ledger.cache import LedgerCache
-    from chainloom.ledger.xrpl import keylets
-    from chainloom.ledger.xrpl.address import encode_account
-    from chainloom.ledger.xrpl.directory import page_entries
-
-    addresses = [encode_account(account) for account in accounts]
-    cache = LedgerCache()
-    cache.update(backend)
-    context = Context(backend=backend, cache=cache)
-    warm = orjson.dumps({"method": "account_info", "params": [{"account": addresses[0]}]})
-    asyncio.run(_http_run(url, 1, 1.5, lambda number, state: warm))  # the server's cache loads
-
-    def bare_info(number: int, state: dict[str, Any]) -> None:
-        index = state["i"] = state.get("i", number) + args.clients
-        backend.fetch_ledger_object(keylets.account_root(accounts[index % len(accounts)]), last)
-
-    def bare_lines(number: int, state: dict[str, Any]) -> None:
-        index = state["i"] = state.get("i", number) + args.clients
-        account = accounts[index % len(accounts)]
-        _, directory = backend.fetch_ledger_objects(
-            [keylets.account_root(account), keylets.owner_directory(account)], last
-        )
-        if directory:
-            backend.fetch_ledger_objects(page_entries(directory)[0], last)
-
-    for method, bare in (("account_info", bare_info), ("account_lines", bare_lines)):
-        parse = pm.parse_account_info if method == "account_info" else pm.parse_directory_listing
-
-        def body(number: int, state: dict[str, Any], method: str = method) -> bytes:
-            index = state["i"] = state.get("i", number) + args.clients
-            params = {"account": addresses[index % len(addresses)], "ledger_index": "validated"}
-            return orjson.dumps({"method": method, "params": [params]})
-
-        def in_process(
-            number: int, state: dict[str, Any], method: str = method, parse: Any = parse
-        ) -> None:
-            index = state["i"] = state.get("i", number) + args.clients
-            params = parse({"account": addresses[index % len(addresses)]})
-            orjson.dumps({"result": answer(context, method, params, 2)})
-
-        http = asyncio.run(_http_run(url, args.clients, args.seconds, body))
-        direct = _direct_run(args.clients, args.seconds, bare)
-        _report(f"{method} (cache)", args.seconds, http, direct, goal=0.8)
-        cached = _direct_run(args.clients, args.seconds, in_process)
-        direct = _direct_run(args.clients, args.seconds, bare)
-        _report(f"{method} (cache)", args.seconds, cached, direct, goal=0.8, label="call")
-    cache.close()
 
 
 if __name__ == "__main__":

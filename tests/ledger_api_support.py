@@ -131,6 +131,8 @@ class Served:
     backend: BackendInterface
     client: JsonRpcClient
     state: State
+    config: DatabaseSettings | None = None
+    """The store's settings (read only), to open more backends on it."""
 
     @property
     def last(self) -> int:
@@ -186,7 +188,8 @@ def serve_history(
             ),
         )
     load(config, dump)
-    backend = make_backend(config.model_copy(update={"read_only": True}))
+    reading = config.model_copy(update={"read_only": True})
+    backend = make_backend(reading)
     server = ServerThread(backend)
     port_number = server.start()
     found = backend.fetch_ledger_range()
@@ -197,6 +200,7 @@ def serve_history(
             backend,
             JsonRpcClient(f"http://127.0.0.1:{port_number}/"),
             state_at(backend, found.max_sequence),
+            reading,
         )
     finally:
         server.stop()

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Sequence
 from typing import Literal
 
+from chainloom.ledger.books import book_offers
 from chainloom.ledger.errors import LedgerCorruptionError, LedgerInputError
 from chainloom.ledger.types import (
     FIRST_KEY,
@@ -49,10 +50,7 @@ from chainloom.ledger.types import (
     TransactionsCursor,
     nft_taxon,
 )
-from chainloom.ledger.xrpl import binary, keylets
-from chainloom.ledger.xrpl import fields as sf
-from chainloom.ledger.xrpl.errors import XrplBinaryError
-from chainloom.ledger.xrpl.hashing import sha512_half
+from chainloom.ledger.xrpl import keylets
 
 
 def check_key(value: bytes, what: str = "key", size: int = 32) -> bytes:
@@ -100,35 +98,6 @@ def range_from_rows(low: int | None, high: int | None) -> LedgerRange | None:
     assert low is not None
     assert high is not None
     return LedgerRange(min(low, high), max(low, high))
-
-
-def quality_next(book_base: bytes) -> bytes:
-    """The first key after every directory of the book (the base plus 2^64)."""
-    value = int.from_bytes(book_base, "big") + (1 << 64)
-    return value.to_bytes(32, "big") if value < 1 << 256 else LAST_KEY
-
-
-def directory_page_key(root: bytes, index: int) -> bytes:
-    """Key of page ``index`` of the directory rooted at ``root`` (page 0 is the root)."""
-    if index == 0:
-        return root
-    return sha512_half(keylets.DIR_PAGE + root + index.to_bytes(8, "big"))
-
-
-def directory_entries(blob: bytes, key: bytes = b"") -> tuple[list[bytes], int]:
-    """``(Indexes, IndexNext)`` of a serialized DirectoryNode (IndexNext 0 = last page)."""
-    try:
-        node = binary.decode(blob)
-    except XrplBinaryError as error:
-        raise LedgerInputError(f"directory {key.hex().upper()}: {error}") from error
-    raw_indexes = node.get(sf.INDEXES, b"")
-    raw_next = node.get(sf.INDEX_NEXT, b"\x00" * 8)
-    if not isinstance(raw_indexes, bytes) or len(raw_indexes) % 32:
-        raise LedgerInputError(f"directory {key.hex().upper()}: Indexes is not a list of keys")
-    if not isinstance(raw_next, bytes) or len(raw_next) != 8:
-        raise LedgerInputError(f"directory {key.hex().upper()}: IndexNext is not a UInt64")
-    indexes = [raw_indexes[i : i + 32] for i in range(0, len(raw_indexes), 32)]
-    return indexes, int.from_bytes(raw_next, "big")
 
 
 HistoryKind = Literal["account_tx", "nft_tx"]
@@ -379,49 +348,13 @@ class BackendInterface(abc.ABC):
         list's head, ``FIRST_KEY``, among them)."""
 
     def fetch_book_offers(self, book: bytes, sequence: int, limit: int) -> BookOffersPage:
-        """Up to ``limit`` offers of the book whose base is ``book``, best quality first."""
+        """Up to ``limit`` offers of the book whose base is ``book``, best quality first
+        (:mod:`chainloom.ledger.books`'s walk over the successor list)."""
         check_key(book, "book base")
         check_limit(limit)
         if not self._visible(sequence):
             return BookOffersPage((), None)
-        book_end = quality_next(book)
-        tip = book
-        offer_keys: list[bytes] = []
-        while len(offer_keys) < limit:
-            directory = self.fetch_successor_object(tip, sequence)
-            if directory is None or directory.key >= book_end:
-                break
-            if directory.key <= tip:
-                raise LedgerCorruptionError(
-                    f"successor list at ledger {sequence} goes backward after {tip.hex().upper()}",
-                    sequence=sequence,
-                )
-            tip = directory.key
-            page_key, blob = directory.key, directory.blob
-            while len(offer_keys) < limit:
-                if not blob:
-                    raise LedgerCorruptionError(
-                        f"book directory page {page_key.hex().upper()} is missing at ledger "
-                        f"{sequence}",
-                        sequence=sequence,
-                    )
-                indexes, index_next = directory_entries(blob, page_key)
-                offer_keys.extend(indexes)
-                if index_next == 0:
-                    break
-                page_key = directory_page_key(tip, index_next)
-                blob = self.fetch_ledger_object(page_key, sequence) or b""
-        offer_keys = offer_keys[:limit]
-        blobs = self.fetch_ledger_objects(offer_keys, sequence)
-        offers = []
-        for key, blob in zip(offer_keys, blobs, strict=True):
-            if not blob:
-                raise LedgerCorruptionError(
-                    f"book directory at ledger {sequence} lists offer {key.hex().upper()} "
-                    "which is absent",
-                    sequence=sequence,
-                )
-            offers.append(LedgerObject(key, blob))
+        offers = book_offers(_StoredBook(self, sequence), book, limit, sequence)
         return BookOffersPage(tuple(offers), None)
 
     # ------------------------------------------------------------------ NFTs
@@ -717,3 +650,20 @@ class BackendInterface(abc.ABC):
     @abc.abstractmethod
     def _do_finish_writes(self, sequence: int) -> bool:
         """Wait for every write, then compare-and-set the range to ``sequence``."""
+
+
+class _StoredBook:
+    """:class:`chainloom.ledger.books.BookReads` over a backend at one ledger: objects and the
+    successor list as stored."""
+
+    __slots__ = ("_backend", "_sequence")
+
+    def __init__(self, backend: BackendInterface, sequence: int) -> None:
+        self._backend = backend
+        self._sequence = sequence
+
+    def read(self, keys: Sequence[bytes]) -> list[bytes]:
+        return self._backend.fetch_ledger_objects(keys, self._sequence)
+
+    def successor(self, key: bytes) -> bytes | None:
+        return self._backend.fetch_successor_key(key, self._sequence)

@@ -6,6 +6,10 @@ trip. The cache holds every object of one ledger (the newest it has seen) and fo
 range forward by applying each new ledger's diff (:meth:`BackendInterface.fetch_ledger_diff`).
 It answers only for exactly its own sequence; every other read goes to the database.
 
+Beside the objects it keeps the keys of the book directories' first pages in order (rippled
+keys them by book base and quality), so ``book_offers`` on the newest ledger runs the database's
+walk (:mod:`chainloom.ledger.books`) over memory; and the holders of each MPT issuance.
+
 Memory is bounded: when the state (keys, blobs and a per-entry overhead) would pass
 ``max_bytes`` the cache gives up and stays empty, and the API reads the database as before.
 Loading walks the whole state once, in a background thread, so no request waits for it; a gap
@@ -21,8 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chainloom.ledger.backend import BackendInterface
+from chainloom.ledger.books import book_offers, is_book_root
 from chainloom.ledger.mpt import mptoken_holder
-from chainloom.ledger.types import LedgerHeader
+from chainloom.ledger.successor import SortedKeys
+from chainloom.ledger.types import LedgerHeader, LedgerObject
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +62,7 @@ class LedgerCache:
         self._sequence: int | None = None
         self._header: LedgerHeader | None = None
         self._holders: dict[bytes, set[bytes]] = {}
+        self._book_directories = SortedKeys()
         self._bytes = 0
         self._disabled = False
         self._lock = threading.Lock()
@@ -103,6 +110,16 @@ class LedgerCache:
                 return None
             return sorted(self._holders.get(issuance_id, ()))
 
+    def book_offers(self, book: bytes, sequence: int, limit: int) -> list[LedgerObject] | None:
+        """The first ``limit`` offers of the book whose base is ``book`` at ``sequence``, best
+        quality first, as the database's walk gives them; ``None`` when the cache does not hold
+        that ledger. The walk runs under the lock, so it sees one ledger throughout."""
+        with self._lock:
+            if sequence != self._sequence:
+                return None
+            reads = _CachedBook(self._objects, self._book_directories)
+            return book_offers(reads, book, limit, sequence)
+
     # ------------------------------------------------------------------ following the range
 
     def follow(self, backend: BackendInterface) -> None:
@@ -130,7 +147,7 @@ class LedgerCache:
             follower.join(timeout=10)
         with self._lock:
             self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
-            self._holders = {}
+            self._holders, self._book_directories = {}, SortedKeys()
 
     def _follow(self, backend_ref: weakref.ref[BackendInterface]) -> None:
         failures = 0
@@ -152,7 +169,7 @@ class LedgerCache:
             self._stop.wait(self.settings.poll_seconds)
         with self._lock:  # stopped: drop the state; the next read starts a new follower
             self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
-            self._holders = {}
+            self._holders, self._book_directories = {}, SortedKeys()
         with self._updating:
             self._follower = None
 
@@ -176,6 +193,7 @@ class LedgerCache:
     def _load(self, backend: BackendInterface, sequence: int) -> None:
         objects: dict[bytes, bytes] = {}
         holders: dict[bytes, set[bytes]] = {}
+        directories: list[bytes] = []
         size = 0
         cursor = None
         while True:
@@ -185,6 +203,8 @@ class LedgerCache:
                 found = mptoken_holder(item.blob)
                 if found is not None:
                     holders.setdefault(found.mpt_id, set()).add(found.holder)
+                if is_book_root(item.key, item.blob):
+                    directories.append(item.key)
                 size += len(item.key) + len(item.blob) + ENTRY_OVERHEAD
             if size > self.settings.max_bytes:
                 self._turn_off(size)
@@ -196,6 +216,7 @@ class LedgerCache:
         with self._lock:
             self._objects, self._sequence, self._bytes = objects, sequence, size
             self._header, self._holders = header, holders
+            self._book_directories = SortedKeys(directories)
         log.info("ledger cache: loaded ledger %d (%d objects, %d bytes)", sequence,
                  len(objects), size)  # fmt: skip
 
@@ -210,10 +231,13 @@ class LedgerCache:
                 if old is not None:
                     size -= len(item.key) + len(old) + ENTRY_OVERHEAD
                     self._index_mptoken(old, add=False)
+                    self._book_directories.discard(item.key)
                 if item.blob:
                     objects[item.key] = item.blob
                     size += len(item.key) + len(item.blob) + ENTRY_OVERHEAD
                     self._index_mptoken(item.blob, add=True)
+                    if is_book_root(item.key, item.blob):
+                        self._book_directories.add(item.key)
             self._bytes = size
             self._sequence = sequence
             self._header = header
@@ -235,7 +259,24 @@ class LedgerCache:
     def _turn_off(self, size: int) -> None:
         with self._lock:
             self._objects, self._sequence, self._bytes, self._header = {}, None, 0, None
-            self._holders = {}
+            self._holders, self._book_directories = {}, SortedKeys()
             self._disabled = True
         log.warning("ledger cache: the state passed %d bytes (%d): reads use the database",
                     self.settings.max_bytes, size)  # fmt: skip
+
+
+class _CachedBook:
+    """:class:`chainloom.ledger.books.BookReads` over the cache's ledger (its lock held)."""
+
+    __slots__ = ("_directories", "_objects")
+
+    def __init__(self, objects: dict[bytes, bytes], directories: SortedKeys) -> None:
+        self._objects = objects
+        self._directories = directories
+
+    def read(self, keys: Sequence[bytes]) -> list[bytes]:
+        objects = self._objects
+        return [objects.get(key, b"") for key in keys]
+
+    def successor(self, key: bytes) -> bytes | None:
+        return self._directories.successor(key)

@@ -1,17 +1,20 @@
-"""The newest-ledger cache over real stores: loaded once, then kept equal to the database by
-applying each new ledger's diff as the ETL commits it; bounded memory turns it off."""
+"""The newest-ledger cache over real stores: loaded once, then kept equal to the database (its
+objects, and the book offers its index of book directories gives) by applying each new ledger's
+diff as the ETL commits it; bounded memory turns it off."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from xrpl.core import binarycodec as binary
 
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.cache import CacheSettings, LedgerCache
 from chainloom.ledger.etl import LedgerEtl
 from chainloom.ledger.sources.dump import DumpWriter
 from chainloom.ledger.sources.file import FileLedgerSource
+from chainloom.ledger.xrpl.parse import book_base
 from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
 from tests.integration.ledger.test_conformance import Store, store  # noqa: F401
 
@@ -50,6 +53,12 @@ def _state(backend: BackendInterface, sequence: int) -> dict[bytes, bytes]:
         cursor = page.cursor
 
 
+def _book_root(key: bytes, blob: bytes) -> bool:
+    """A book directory's first page, as xrpl-py decodes it."""
+    node = binary.decode(blob.hex()) if blob[:3] == b"\x11\x00\x64" else {}
+    return "Owner" not in node and node.get("RootIndex") == key.hex().upper()
+
+
 def _assert_holds(
     cache: LedgerCache, backend: BackendInterface, sequence: int, gone: set[bytes]
 ) -> None:
@@ -59,6 +68,13 @@ def _assert_holds(
     assert cache.read(keys, sequence) == [state.get(key, b"") for key in keys]
     assert cache.read(keys, sequence) == backend.fetch_ledger_objects(keys, sequence)
     assert cache.read(keys, sequence - 1) is None
+    bases = {book_base(key) for key, blob in state.items() if _book_root(key, blob)}
+    bases |= {book_base(key) for key in gone}
+    assert bases
+    for base in sorted(bases):
+        offers = cache.book_offers(base, sequence, 1000)
+        assert offers == list(backend.fetch_book_offers(base, sequence, 1000).offers)
+        assert cache.book_offers(base, sequence - 1, 1000) is None
 
 
 def test_the_cache_follows_the_diffs_of_each_new_ledger(store: Store, dump: Path) -> None:  # noqa: F811

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from chainloom.ledger.backend import BackendInterface, directory_page_key
+from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 from chainloom.ledger.errors import LedgerInputError
 from chainloom.ledger.mpt import holder_rows
@@ -37,6 +37,7 @@ from chainloom.ledger.types import (
     TransactionsAndCursor,
     TransactionsCursor,
 )
+from chainloom.ledger.xrpl import keylets
 from chainloom.ledger.xrpl.hashing import sha512_half
 from chainloom.ledger.xrpl.parse import book_base
 from chainloom.settings import CassandraSettings
@@ -454,7 +455,7 @@ def test_book_offers_walk_directory_pages_and_qualities(backend: BackendInterfac
     base = bytes([0x42]) * 24 + bytes(8)
     best, worse = base[:24] + (10).to_bytes(8, "big"), base[:24] + (20).to_bytes(8, "big")
     offers = [key(1000 + n) for n in range(7)]
-    page_1 = directory_page_key(best, 1)
+    page_1 = keylets.directory_page(best, 1)
     state = {
         best: directory_blob(best, offers[:2], 1, 10),
         page_1: directory_blob(best, offers[2:4], 0, 10),

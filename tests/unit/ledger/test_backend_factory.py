@@ -1,4 +1,5 @@
-"""The backend factory and configuration, and the pure helpers the interface shares."""
+"""The backend factory and configuration, and the pure helpers the interface shares (the book
+walk's are in ``test_books``)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,12 @@ import dataclasses
 import pytest
 from pydantic import ValidationError
 
-from chainloom.ledger.backend import (
-    directory_entries,
-    directory_page_key,
-    quality_next,
-    range_from_rows,
-)
+from chainloom.ledger.backend import range_from_rows
 from chainloom.ledger.config import DatabaseSettings
-from chainloom.ledger.errors import DatabaseFileError, LedgerConfigError, LedgerInputError
+from chainloom.ledger.errors import DatabaseFileError, LedgerConfigError
 from chainloom.ledger.service import make_backend
 from chainloom.ledger.sqlite import SqliteBackend
-from chainloom.ledger.types import LAST_KEY, LedgerRange
-from chainloom.ledger.xrpl.parse import book_base
+from chainloom.ledger.types import LedgerRange
 from chainloom.settings import CassandraSettings
 
 
@@ -79,41 +74,6 @@ def test_factory_builds_sqlite_from_a_mapping(tmp_path):
         assert path.exists()
     finally:
         backend.close()
-
-
-def test_book_helpers():
-    directory = bytes(range(24)) + (0x4F0415EB4EA0C727).to_bytes(8, "big")
-    base = book_base(directory)
-    assert base == bytes(range(24)) + bytes(8)
-    assert quality_next(base) == bytes(range(23)) + bytes([24]) + bytes(8)
-    assert quality_next(LAST_KEY[:24] + bytes(8)) == LAST_KEY
-    assert directory_page_key(directory, 0) == directory
-    assert directory_page_key(directory, 1) != directory_page_key(directory, 2)
-
-
-def test_directory_entries_match_decoded_directories(xrpl_vectors):
-    checked = 0
-    for vector in xrpl_vectors:
-        decoded = vector["expected"].get("decoded", {})
-        if vector["kind"] != "ledger_object" or decoded.get("LedgerEntryType") != "DirectoryNode":
-            continue
-        indexes, index_next = directory_entries(bytes.fromhex(vector["hex"]))
-        assert [i.hex().upper() for i in indexes] == decoded["Indexes"]
-        assert index_next == int(decoded.get("IndexNext", "0"), 16)
-        checked += 1
-    assert checked >= 60
-
-
-def test_directory_entries_refuse_truncated_blobs(xrpl_vectors):
-    vector = next(
-        v
-        for v in xrpl_vectors
-        if v["kind"] == "ledger_object"
-        and v["expected"].get("decoded", {}).get("LedgerEntryType") == "DirectoryNode"
-    )
-    blob = bytes.fromhex(vector["hex"])
-    with pytest.raises(LedgerInputError, match="truncated"):
-        directory_entries(blob[:-5], b"\x01" * 32)
 
 
 def test_a_successor_cycle_is_reported_not_walked_forever(tmp_path):

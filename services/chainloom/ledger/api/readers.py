@@ -7,6 +7,7 @@ same thing, and is refused the same way, in every method.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,12 @@ from chainloom.ledger.xrpl.address import decode_account
 from chainloom.ledger.xrpl.errors import XrplBinaryError
 
 _SHORTCUTS = ("validated", "closed", "current")
+
+ACCOUNT_CACHE_SIZE = 1 << 16
+"""Addresses remembered decoded: wallets ask about the same accounts again and again, and
+base58check (a big-number conversion and two SHA-256) is most of the cost of parsing a call."""
+
+_account_id = functools.lru_cache(maxsize=ACCOUNT_CACHE_SIZE)(decode_account)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +69,7 @@ def read_account(value: Any, name: str, *, error: str = "actMalformed") -> bytes
     if not isinstance(value, str):
         raise RpcError(error, f"Invalid field '{name}', not string.")
     try:
-        return decode_account(value)
+        return _account_id(value)
     except XrplBinaryError:
         raise RpcError(error) from None
 

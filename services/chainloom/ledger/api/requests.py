@@ -28,7 +28,6 @@ from chainloom.ledger.api.readers import (
     read_limit,
     read_uint32,
 )
-from chainloom.ledger.backend import directory_page_key
 from chainloom.ledger.types import TransactionsCursor
 from chainloom.ledger.xrpl import keylets
 
@@ -356,7 +355,7 @@ def _directory_key(directory: Any) -> bytes:
     root = roots[0]
     if sub_index == 0:
         return root
-    return directory_page_key(root, sub_index)
+    return keylets.directory_page(root, sub_index)
 
 
 def parse_tx(params: Mapping[str, Any]) -> TxParams:

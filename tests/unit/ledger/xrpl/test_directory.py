@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -177,3 +178,16 @@ def test_nft_pages_are_followed_back_from_the_last_page() -> None:
     assert [key for key, _ in pages] == [low, middle, last]
     assert [t for _, blob in pages for t, _ in page_tokens(blob)] == tokens
     assert nft_pages(_reader({}), owner) == []
+
+
+def test_page_entries_match_the_vectors_decoded_directories(xrpl_vectors: list[Any]) -> None:
+    checked = 0
+    for vector in xrpl_vectors:
+        decoded = vector["expected"].get("decoded", {})
+        if vector["kind"] != "ledger_object" or decoded.get("LedgerEntryType") != "DirectoryNode":
+            continue
+        indexes, index_next = page_entries(bytes.fromhex(vector["hex"]))
+        assert [i.hex().upper() for i in indexes] == decoded["Indexes"]
+        assert index_next == int(decoded.get("IndexNext", "0"), 16)
+        checked += 1
+    assert checked >= 60

@@ -7,6 +7,8 @@ newest-ledger cache (:func:`.context.read_objects`). Rows are shaped as rippled 
 
 from __future__ import annotations
 
+import functools
+
 from chainloom.ledger.api import params as pm
 from chainloom.ledger.api import shapes
 from chainloom.ledger.api.errors import RpcError, invalid_params
@@ -113,17 +115,33 @@ def _listing(params: pm.AccountParams, header: LedgerHeader, walked: Walked) -> 
 # ------------------------------------------------------------------------------ account_info
 
 
+ROOT_VIEWS_REMEMBERED = 4096
+"""AccountRoots whose ``account_data`` and ``account_flags`` are kept built, by blob."""
+
+
+@functools.lru_cache(maxsize=ROOT_VIEWS_REMEMBERED)
+def _root_view(blob: bytes) -> tuple[JSON, JSON]:
+    """The AccountRoot's JSON form and its flags by name. Remembered by blob, since the same
+    accounts are asked about again and again and an unchanged root is the same bytes; the
+    answer copies the outer object and never changes what it shares."""
+    data = to_json(blob)
+    flags = int(data.get("Flags", 0))
+    return data, {name: bool(flags & bit) for name, bit in ACCOUNT_FLAGS.items()}
+
+
 def account_info(ctx: Context, params: pm.AccountParams, api_version: int) -> JSON:
     """``account_info``: the AccountRoot, its flags by name, and the SignerList if asked."""
     header = resolve_ledger(ctx, params.ledger)
     key = keylets.account_root(params.account)
-    blob = account_root(ctx, params.account, header)
-    data = to_json(blob)
+    blob = read_object(ctx, key, header.sequence)
+    if blob is None:
+        raise RpcError("actNotFound")
+    shared, flags = _root_view(blob)
+    data = dict(shared)
     data["index"] = shapes.hex_upper(key)
-    flags = int(data.get("Flags", 0))
     result = ledger_result(header)
     result["account_data"] = data
-    result["account_flags"] = {name: bool(flags & bit) for name, bit in ACCOUNT_FLAGS.items()}
+    result["account_flags"] = flags
     if params.signer_lists:
         signer_key = sha512_half(keylets.SIGNER_LIST + params.account + bytes(4))
         signer = read_object(ctx, signer_key, header.sequence)

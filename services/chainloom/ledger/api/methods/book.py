@@ -17,6 +17,7 @@ from chainloom.ledger.api.methods.context import (
     read_object,
     resolve_ledger,
 )
+from chainloom.ledger.api.methods.context import book_offers as book_offers_of
 from chainloom.ledger.xrpl import binary, keylets
 from chainloom.ledger.xrpl import fields as sf
 from chainloom.ledger.xrpl.address import encode_account
@@ -33,17 +34,17 @@ _GLOBAL_FREEZE = 0x00400000  # lsfGlobalFreeze of an issuer
 
 
 def book_offers(ctx: Context, params: rq.BookOffersParams, api_version: int) -> JSON:
-    """``book_offers``: the best offers of a book as stored (no funding adjustments)."""
+    """``book_offers``: the best offers of a book as stored (no funding adjustments), from
+    the cache on the newest ledger."""
     del api_version
     header = resolve_ledger(ctx, params.ledger)
-    page = ctx.backend.fetch_book_offers(params.book, header.sequence, params.limit)
     offers = []
-    for offer in page.offers:
+    for offer in book_offers_of(ctx, params.book, header.sequence, params.limit):
         decoded = to_json(offer.blob)
         decoded["index"] = shapes.hex_upper(offer.key)
-        directory = binary.decode(offer.blob).get(sf.BOOK_DIRECTORY)
-        if isinstance(directory, bytes):
-            decoded["quality"] = shapes.quality_text(directory)
+        directory = decoded.get("BookDirectory")
+        if isinstance(directory, str):
+            decoded["quality"] = shapes.quality_text(bytes.fromhex(directory))
         offers.append(decoded)
     result = ledger_result(header)
     result["offers"] = offers

@@ -19,7 +19,7 @@ from chainloom.ledger.api.errors import RpcError
 from chainloom.ledger.api.readers import LedgerSelector
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.cache import LedgerCache
-from chainloom.ledger.types import LedgerHeader, LedgerRange
+from chainloom.ledger.types import LedgerHeader, LedgerObject, LedgerRange
 from chainloom.ledger.xrpl.directory import ReadObjects
 
 JSON = dict[str, Any]
@@ -89,6 +89,19 @@ def read_objects(ctx: Context, keys: Sequence[bytes], sequence: int) -> list[byt
         if found is not None:
             return found
     return ctx.backend.fetch_ledger_objects(keys, sequence)
+
+
+def book_offers(ctx: Context, book: bytes, sequence: int, limit: int) -> list[LedgerObject]:
+    """The first ``limit`` offers of a book at ``sequence``: from the cache's index of book
+    directories when it holds that ledger, else walking the database's successor list (the
+    same walk, :mod:`chainloom.ledger.books`)."""
+    cache = ctx.cache
+    if cache is not None:
+        cache.follow(ctx.backend)
+        found = cache.book_offers(book, sequence, limit)
+        if found is not None:
+            return found
+    return list(ctx.backend.fetch_book_offers(book, sequence, limit).offers)
 
 
 def read_object(ctx: Context, key: bytes, sequence: int) -> bytes | None:
