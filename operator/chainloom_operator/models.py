@@ -602,6 +602,49 @@ class ApiSpec(Spec):
     env: dict[str, str] = reused(KubernetesSettings, "env")
 
 
+GCP_SERVICE_ACCOUNT = r"^[a-z][-a-z0-9]{4,28}[a-z0-9]@[-a-z0-9.]+\.iam\.gserviceaccount\.com$"
+"""A Google service account's email."""
+
+
+class GoogleAccess(Spec):
+    """How the pods that open a Bigtable BackendTable's tables (its API, the indexer and the
+    Spark jobs writing to it) authenticate to Google Cloud: Workload Identity (a Kubernetes
+    ServiceAccount bound to a Google service account) or a service-account key from a Secret."""
+
+    service_account: ResourceName | None = Field(
+        default=None,
+        description="Kubernetes ServiceAccount the pods run as (Workload Identity): an existing "
+        "one, or with gcp_service_account the one the operator renders (null there: "
+        "NAME-bigtable).",
+    )
+    gcp_service_account: str | None = Field(
+        default=None,
+        max_length=254,
+        pattern=GCP_SERVICE_ACCOUNT,
+        description="Google service account (email) to act as: the operator renders the "
+        "ServiceAccount with the iam.gke.io/gcp-service-account annotation (the IAM binding "
+        "roles/iam.workloadIdentityUser is granted on Google's side).",
+    )
+    key: SecretKeyRef | None = Field(
+        default=None,
+        description="A Secret key holding a service-account key (JSON), mounted read-only into "
+        "the pods; bigtable.credentials_file and GOOGLE_APPLICATION_CREDENTIALS name the file.",
+    )
+
+    def cel_checks(self) -> list[str]:
+        identity = self.service_account is not None or self.gcp_service_account is not None
+        if (self.key is not None) == identity:
+            return ["give key, or service_account and/or gcp_service_account (one way)"]
+        return []
+
+
+cel(
+    GoogleAccess,
+    ("has(self.key) != (has(self.service_account) || has(self.gcp_service_account))",
+     "give key, or service_account and/or gcp_service_account (one way)"),
+)  # fmt: skip
+
+
 class BackendTableSpec(Spec):
     """The Bigtable events tables, or a Cassandra keyspace with Clio's tables; optionally the
     read API serving them."""
@@ -622,6 +665,11 @@ class BackendTableSpec(Spec):
         default=None,
         description="The API serving the tables (events api or ledger api); null: none.",
     )
+    google: GoogleAccess | None = Field(
+        default=None,
+        description="Credentials of the pods that open the tables (backend bigtable); null: "
+        "the pods' Application Default Credentials (or the emulator).",
+    )
 
     def cel_checks(self) -> list[str]:
         broken = []
@@ -631,6 +679,8 @@ class BackendTableSpec(Spec):
             broken.append("give bigtable for backend bigtable, cassandra for backend cassandra")
         if self.api is not None and self.api.cursor_key is not None and self.backend != "bigtable":
             broken.append("api.cursor_key is for backend bigtable (the events API) only")
+        if self.google is not None and self.backend != "bigtable":
+            broken.append("google is for backend bigtable only")
         return broken
 
 
@@ -642,6 +692,7 @@ cel(
     ("self.backend == oldSelf.backend", "backend is immutable"),
     ("!has(self.api) || !has(self.api.cursor_key) || self.backend == 'bigtable'",
      "api.cursor_key is for backend bigtable (the events API) only"),
+    ("!has(self.google) || self.backend == 'bigtable'", "google is for backend bigtable only"),
 )  # fmt: skip
 
 

@@ -7,7 +7,8 @@ ledger api``. Each pod loads a settings file built from the BackendTable's own `
 the tables the operator manages. The pods are ready when their ``/readyz`` has done a real
 round trip to the store (a read of each table; the ledger range), alive while ``/healthz``
 answers; the PodDisruptionBudget lets a drain take one pod at a time. The events API's cursor
-key, when the spec names a Secret, is a file of that Secret mounted into every pod.
+key, when the spec names a Secret, is a file of that Secret mounted into every pod; so is the
+Google key of ``spec.google`` (or the pods run as its Workload Identity ServiceAccount).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from chainloom_operator._render.common import (
     resources,
     telemetry_environment,
 )
+from chainloom_operator._render.google import pod_bigtable, with_pod_credentials
+from chainloom_operator._render.google import secret_references as google_secrets
 from chainloom_operator.models import ApiSpec, ApiStatus, BackendTableSpec
 
 API = "api"
@@ -80,8 +83,9 @@ def settings_file(spec: BackendTableSpec) -> tuple[str, dict[str, Any]]:
         listen: dict[str, Any] = {"host": "0.0.0.0", "port": EVENTS_PORT}  # noqa: S104 (in a pod)
         if api.cursor_key is not None:
             listen["cursor_key_file"] = CURSOR_FILE
+        bigtable = pod_bigtable(spec.bigtable, spec.google)
         events = EventStoreSettings.model_validate(
-            {"bigtable": spec.bigtable.model_dump(), "api": listen}
+            {"bigtable": bigtable.model_dump(), "api": listen}
         )
         return "events.yaml", events.model_dump(mode="json", include={"bigtable", "api"})
     assert spec.cassandra is not None
@@ -165,13 +169,17 @@ def deployment(owner: Owner, spec: BackendTableSpec, config_hash: str,
                     "labels": dict(pod_labels),
                     "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
                 },
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "securityContext": pod_security(),
-                    "containers": [container],
-                    "volumes": volumes,
-                    **placement(api.placement),
-                },
+                "spec": with_pod_credentials(
+                    {
+                        "automountServiceAccountToken": False,
+                        "securityContext": pod_security(),
+                        "containers": [container],
+                        "volumes": volumes,
+                        **placement(api.placement),
+                    },
+                    owner.name,
+                    spec.google,
+                ),
             },
         },
     }
@@ -214,10 +222,12 @@ def render_api(owner: Owner, spec: BackendTableSpec, *, otlp_endpoint: str | Non
 
 
 def secret_references(spec: BackendTableSpec) -> list[tuple[str, str, str]]:
-    """``(secret, key, purpose)`` of every Secret the API's pods need."""
-    if spec.api is None or spec.api.cursor_key is None:
-        return []
-    return [(spec.api.cursor_key.name, spec.api.cursor_key.key, "events API cursor key")]
+    """``(secret, key, purpose)`` of every Secret the table's pods need: the Google key, the
+    API's cursor key."""
+    found = google_secrets(spec.google)
+    if spec.api is not None and spec.api.cursor_key is not None:
+        found.append((spec.api.cursor_key.name, spec.api.cursor_key.key, "events API cursor key"))
+    return found
 
 
 def api_status(owner: Owner, spec: BackendTableSpec, found: Mapping[str, Any] | None

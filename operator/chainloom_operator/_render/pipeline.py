@@ -15,7 +15,9 @@ executors' Python workers never call ``telemetry.setup``, so the variables cost 
 
 The streaming indexer runs ``chainloom indexer run --config FILE`` with an
 :class:`~chainloom.indexer.config.IndexerSettings` built from the spec and the sink and dumped
-by the model into its ConfigMap, as the relayer's pods get theirs.
+by the model into its ConfigMap, as the relayer's pods get theirs. The sink's Google
+credentials (``spec.google``: a ServiceAccount, or a key from a Secret) reach the indexer's and
+the Spark job's pods through :mod:`chainloom_operator._render.google`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from chainloom_operator._render.common import (
     resources,
     telemetry_environment,
 )
+from chainloom_operator._render.google import pod_bigtable, spark_credentials, with_pod_credentials
 from chainloom_operator._render.ledger_follow import follow_children
 from chainloom_operator._render.spark_options import with_options
 from chainloom_operator.errors import SpecError
@@ -120,25 +123,33 @@ def job_settings(
         "kubernetes": kubernetes,
     }
     if sink.bigtable is not None:
-        values["bigtable"] = sink.bigtable.model_dump()
+        values["bigtable"] = pod_bigtable(sink.bigtable, sink.google).model_dump()
     if sink.cassandra is not None:
         values["database"] = {"type": "cassandra", "cassandra": sink.cassandra.model_dump()}
     return SparkJobSettings.model_validate(values)
 
 
 def spark_application(
-    owner: Owner, batch: BatchSpec, sink: BackendTableSpec, otlp_endpoint: str | None = None
+    owner: Owner,
+    batch: BatchSpec,
+    sink: BackendTableSpec,
+    sink_name: str,
+    otlp_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """The SparkApplication of one run, owned by the pipeline (``otlp_endpoint``: where its
     driver exports its spans), with the spark-operator options of ``batch``
-    (:func:`~chainloom_operator._render.spark_options.with_options`)."""
+    (:func:`~chainloom_operator._render.spark_options.with_options`) and the Google
+    credentials of the sink ``sink_name``
+    (:func:`~chainloom_operator._render.google.spark_credentials`)."""
     settings = job_settings(owner, batch, sink, otlp_endpoint)
     application = render_application(
         batch.job, job_arguments(batch, sink), settings, name=owner.name
     )
     job_labels = labels(owner, "spark-job", **{"chainloom.io/job": batch.job})
     application["metadata"] = metadata(owner, owner.name, job_labels)
-    application["spec"] = with_options(application["spec"], batch)
+    application["spec"] = spark_credentials(
+        with_options(application["spec"], batch), sink_name, sink.google
+    )
     return application
 
 
@@ -150,7 +161,7 @@ def scheduled_application(
     otlp_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """The ScheduledSparkApplication running the same application on ``spec.schedule``."""
-    application = spark_application(owner, batch, sink, otlp_endpoint)
+    application = spark_application(owner, batch, sink, spec.sink, otlp_endpoint)
     return {
         "apiVersion": SPARK_API_VERSION,
         "kind": SCHEDULED_KIND,
@@ -171,7 +182,7 @@ def indexer_settings(spec: StreamingSpec, sink: BackendTableSpec) -> IndexerSett
     assert sink.bigtable is not None
     fields = spec.model_dump(exclude={"image", "replicas", "env", "resources", "placement"})
     return IndexerSettings.model_validate(
-        {**fields, "bigtable": sink.bigtable.model_dump(),
+        {**fields, "bigtable": pod_bigtable(sink.bigtable, sink.google).model_dump(),
          "probes": {"enabled": True, "host": "0.0.0.0", "port": INDEXER_PORT}}  # noqa: S104
     )  # fmt: skip
 
@@ -231,14 +242,18 @@ def indexer_children(
                     "labels": dict(pod_labels),
                     "annotations": {CONFIG_HASH_ANNOTATION: content_hash(config["data"])},
                 },
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "terminationGracePeriodSeconds": int(streaming.drain_timeout) + 10,
-                    "securityContext": pod_security(),
-                    "containers": [container],
-                    "volumes": [{"name": "config", "configMap": {"name": name}}],
-                    **placement(streaming.placement),
-                },
+                "spec": with_pod_credentials(
+                    {
+                        "automountServiceAccountToken": False,
+                        "terminationGracePeriodSeconds": int(streaming.drain_timeout) + 10,
+                        "securityContext": pod_security(),
+                        "containers": [container],
+                        "volumes": [{"name": "config", "configMap": {"name": name}}],
+                        **placement(streaming.placement),
+                    },
+                    spec.sink,
+                    sink.google,
+                ),
             },
         },
     }
@@ -261,4 +276,4 @@ def render_pipeline(
     assert spec.batch is not None
     if spec.schedule is not None:
         return [scheduled_application(owner, spec, spec.batch, sink, otlp_endpoint)]
-    return [spark_application(owner, spec.batch, sink, otlp_endpoint)]
+    return [spark_application(owner, spec.batch, sink, spec.sink, otlp_endpoint)]
