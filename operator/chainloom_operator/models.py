@@ -32,7 +32,12 @@ from chainloom.relayer.config import (
     RestSettings,
     TokenRule,
 )
-from chainloom.settings import BigtableSettings, CassandraSettings, GuardianSetSettings
+from chainloom.settings import (
+    BigtableSettings,
+    CassandraSettings,
+    GuardianSetSettings,
+    RedisSettings,
+)
 from chainloom.settings.emitters import ChainId, EmitterSettings
 from chainloom.settings.parts import TlsSettings
 from chainloom_operator.spark_models import (
@@ -112,8 +117,8 @@ class RedisTlsRef(Spec):
     check_hostname: bool = reused(TlsSettings, "check_hostname")
 
 
-class RedisRef(Spec):
-    """The Redis of the relay tables: a URL without a password, or a Secret holding the URL;
+class RedisAccess(Spec):
+    """A Redis reached from the pods: a URL without a password, or a Secret holding the URL;
     an ACL user with its password in a Secret (mounted as a file); TLS files from Secrets."""
 
     url: str | None = Field(
@@ -125,7 +130,6 @@ class RedisRef(Spec):
     secret_ref: SecretKeyRef | None = Field(
         default=None, description="A Secret key holding the whole URL (passed as environment)."
     )
-    key_prefix: str = reused(RelayRedisSettings, "key_prefix")
     username: str | None = reused(RelayRedisSettings, "username")
     password_ref: SecretKeyRef | None = Field(
         default=None,
@@ -142,10 +146,29 @@ class RedisRef(Spec):
         return []
 
 
-cel(
-    RedisRef,
-    ("has(self.url) != has(self.secret_ref)", "give exactly one of redis.url and redis.secret_ref"),
-)
+class RedisRef(RedisAccess):
+    """The Redis of the relay tables (a :class:`RedisAccess` with the tables' key prefix)."""
+
+    key_prefix: str = reused(RelayRedisSettings, "key_prefix")
+
+
+class FeedRedisRef(RedisAccess):
+    """The Redis whose pub/sub carries a BackendTable's feed (a :class:`RedisAccess` with the
+    channels' prefix)."""
+
+    key_prefix: str = Field(
+        default=RedisSettings.model_fields["key_prefix"].default,
+        min_length=1,
+        description="Prefix of the channels: KEY_PREFIX:ledger:committed (Cassandra), "
+        "KEY_PREFIX:eventstore:vaas (Bigtable).",
+    )
+
+
+ONE_URL = ("has(self.url) != has(self.secret_ref)",
+           "give exactly one of redis.url and redis.secret_ref")  # fmt: skip
+"""The CEL rule of every :class:`RedisAccess`."""
+cel(RedisRef, ONE_URL)
+cel(FeedRedisRef, ONE_URL)
 
 
 class RelayValidation(Spec):
@@ -664,6 +687,12 @@ class BackendTableSpec(Spec):
     api: ApiSpec | None = Field(
         default=None,
         description="The API serving the tables (events api or ledger api); null: none.",
+    )
+    feed: FeedRedisRef | None = Field(
+        default=None,
+        description="Redis pub/sub on which the table's writers (the ledger ETL, the streaming "
+        "indexer) announce what they stored, so the API's subscriptions and streams hear of "
+        "it at once; null: the API finds new data by polling the store.",
     )
     google: GoogleAccess | None = Field(
         default=None,
