@@ -8,7 +8,8 @@ the tables the operator manages. The pods are ready when their ``/readyz`` has d
 round trip to the store (a read of each table; the ledger range), alive while ``/healthz``
 answers; the PodDisruptionBudget lets a drain take one pod at a time. The events API's cursor
 key, when the spec names a Secret, is a file of that Secret mounted into every pod; so is the
-Google key of ``spec.google`` (or the pods run as its Workload Identity ServiceAccount).
+Google key of ``spec.google`` (or the pods run as its Workload Identity ServiceAccount). With
+``spec.feed`` the API listens to the table's feed (:mod:`~chainloom_operator._render.feed`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ from chainloom_operator._render.common import (
     pod_security,
     resources,
     telemetry_environment,
+)
+from chainloom_operator._render.feed import (
+    feed_parts,
+    feed_secret_references,
+    with_feed,
+    without_secret_url,
 )
 from chainloom_operator._render.google import pod_bigtable, with_pod_credentials
 from chainloom_operator._render.google import secret_references as google_secrets
@@ -79,21 +86,34 @@ def settings_file(spec: BackendTableSpec) -> tuple[str, dict[str, Any]]:
     """``(file name, document)`` of the settings the API's pods load."""
     api = spec.api
     assert api is not None
+    feed = feed_parts(spec.feed, _feed_url_env(spec)).settings
     if spec.bigtable is not None:
         listen: dict[str, Any] = {"host": "0.0.0.0", "port": EVENTS_PORT}  # noqa: S104 (in a pod)
         if api.cursor_key is not None:
             listen["cursor_key_file"] = CURSOR_FILE
+        if feed is not None:
+            listen["feed_redis"] = feed
         bigtable = pod_bigtable(spec.bigtable, spec.google)
         events = EventStoreSettings.model_validate(
             {"bigtable": bigtable.model_dump(), "api": listen}
         )
-        return "events.yaml", events.model_dump(mode="json", include={"bigtable", "api"})
+        document = events.model_dump(mode="json", include={"bigtable", "api"})
+        return "events.yaml", without_secret_url(document, spec.feed, "api", "feed_redis")
     assert spec.cassandra is not None
     ledger = LedgerSettings.model_validate(
         {"database": {"type": "cassandra", "cassandra": spec.cassandra.model_dump(),
-                      "read_only": True}}
+                      "read_only": True},
+         "feed": {"redis": feed}}
     )  # fmt: skip
-    return "ledger.yaml", ledger.model_dump(mode="json", include={"database"})
+    document = ledger.model_dump(mode="json", include={"database", "feed"})
+    return "ledger.yaml", without_secret_url(document, spec.feed, "feed", "redis")
+
+
+def _feed_url_env(spec: BackendTableSpec) -> str:
+    """The variable of the feed's URL in the API's settings."""
+    if spec.backend == "bigtable":
+        return "CHAINLOOM_API__FEED_REDIS__URL"
+    return "CHAINLOOM_FEED__REDIS__URL"
 
 
 def _arguments(spec: BackendTableSpec, path: str) -> list[str]:
@@ -169,16 +189,19 @@ def deployment(owner: Owner, spec: BackendTableSpec, config_hash: str,
                     "labels": dict(pod_labels),
                     "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
                 },
-                "spec": with_pod_credentials(
-                    {
-                        "automountServiceAccountToken": False,
-                        "securityContext": pod_security(),
-                        "containers": [container],
-                        "volumes": volumes,
-                        **placement(api.placement),
-                    },
-                    owner.name,
-                    spec.google,
+                "spec": with_feed(
+                    with_pod_credentials(
+                        {
+                            "automountServiceAccountToken": False,
+                            "securityContext": pod_security(),
+                            "containers": [container],
+                            "volumes": volumes,
+                            **placement(api.placement),
+                        },
+                        owner.name,
+                        spec.google,
+                    ),
+                    feed_parts(spec.feed, _feed_url_env(spec)),
                 ),
             },
         },
@@ -223,8 +246,8 @@ def render_api(owner: Owner, spec: BackendTableSpec, *, otlp_endpoint: str | Non
 
 def secret_references(spec: BackendTableSpec) -> list[tuple[str, str, str]]:
     """``(secret, key, purpose)`` of every Secret the table's pods need: the Google key, the
-    API's cursor key."""
-    found = google_secrets(spec.google)
+    feed Redis's, the API's cursor key."""
+    found = google_secrets(spec.google) + feed_secret_references(spec.feed)
     if spec.api is not None and spec.api.cursor_key is not None:
         found.append((spec.api.cursor_key.name, spec.api.cursor_key.key, "events API cursor key"))
     return found

@@ -17,7 +17,8 @@ The streaming indexer runs ``chainloom indexer run --config FILE`` with an
 :class:`~chainloom.indexer.config.IndexerSettings` built from the spec and the sink and dumped
 by the model into its ConfigMap, as the relayer's pods get theirs. The sink's Google
 credentials (``spec.google``: a ServiceAccount, or a key from a Secret) reach the indexer's and
-the Spark job's pods through :mod:`chainloom_operator._render.google`.
+the Spark job's pods through :mod:`chainloom_operator._render.google`; its feed
+(``spec.feed``) becomes the indexer's ``feed_redis`` (:mod:`chainloom_operator._render.feed`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from chainloom_operator._render.common import (
     resources,
     telemetry_environment,
 )
+from chainloom_operator._render.feed import feed_parts, with_feed, without_secret_url
 from chainloom_operator._render.google import pod_bigtable, spark_credentials, with_pod_credentials
 from chainloom_operator._render.ledger_follow import follow_children
 from chainloom_operator._render.spark_options import with_options
@@ -56,6 +58,8 @@ SCHEDULED_KIND = "ScheduledSparkApplication"
 INDEXER = "indexer"
 INDEXER_CONFIG_FILE = "/etc/chainloom/indexer.yaml"
 """The indexer's settings file inside its pods."""
+INDEXER_FEED_URL_ENV = "CHAINLOOM_FEED_REDIS__URL"
+"""The variable of the feed's URL (``feed_redis.url``) when it is in a Secret."""
 INDEXER_PORT = 4301
 """Port of the indexer's probes (``/healthz``, ``/readyz``, ``/metrics``)."""
 SINK_BACKEND = {
@@ -183,7 +187,8 @@ def indexer_settings(spec: StreamingSpec, sink: BackendTableSpec) -> IndexerSett
     fields = spec.model_dump(exclude={"image", "replicas", "env", "resources", "placement"})
     return IndexerSettings.model_validate(
         {**fields, "bigtable": pod_bigtable(sink.bigtable, sink.google).model_dump(),
-         "probes": {"enabled": True, "host": "0.0.0.0", "port": INDEXER_PORT}}  # noqa: S104
+         "probes": {"enabled": True, "host": "0.0.0.0", "port": INDEXER_PORT},  # noqa: S104
+         "feed_redis": feed_parts(sink.feed, INDEXER_FEED_URL_ENV).settings}
     )  # fmt: skip
 
 
@@ -199,12 +204,13 @@ def indexer_children(
     assert streaming is not None
     _check_sink("streaming", sink)
     settings = indexer_settings(streaming, sink)
+    document = without_secret_url(settings.model_dump(mode="json"), sink.feed, "feed_redis")
     name = f"{owner.name}-indexer"
     config = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata(owner, name, labels(owner, "indexer-config")),
-        "data": {"indexer.yaml": yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False)},
+        "data": {"indexer.yaml": yaml.safe_dump(document, sort_keys=False)},
     }
     pod_labels = labels(owner, INDEXER)
     selector = {
@@ -242,17 +248,20 @@ def indexer_children(
                     "labels": dict(pod_labels),
                     "annotations": {CONFIG_HASH_ANNOTATION: content_hash(config["data"])},
                 },
-                "spec": with_pod_credentials(
-                    {
-                        "automountServiceAccountToken": False,
-                        "terminationGracePeriodSeconds": int(streaming.drain_timeout) + 10,
-                        "securityContext": pod_security(),
-                        "containers": [container],
-                        "volumes": [{"name": "config", "configMap": {"name": name}}],
-                        **placement(streaming.placement),
-                    },
-                    spec.sink,
-                    sink.google,
+                "spec": with_feed(
+                    with_pod_credentials(
+                        {
+                            "automountServiceAccountToken": False,
+                            "terminationGracePeriodSeconds": int(streaming.drain_timeout) + 10,
+                            "securityContext": pod_security(),
+                            "containers": [container],
+                            "volumes": [{"name": "config", "configMap": {"name": name}}],
+                            **placement(streaming.placement),
+                        },
+                        spec.sink,
+                        sink.google,
+                    ),
+                    feed_parts(sink.feed, INDEXER_FEED_URL_ENV),
                 ),
             },
         },
