@@ -36,5 +36,6 @@ def test_a_bad_key_is_a_spec_error_naming_the_file(
     with pytest.raises(SpecError) as caught:
         _backends.ensure(_spec(bigtable_table_name, key))
     message = str(caught.value)
-    assert message == f"bigtable.credentials_file {key}: not a service-account key (no client_email)"
+    problem = "not a service-account key (no client_email)"
+    assert message == f"bigtable.credentials_file {key}: {problem}"
     assert "PRIVATE KEY" not in message
