@@ -622,6 +622,12 @@ class ApiSpec(Spec):
         "(api.cursor_key_file), so a cursor from one replica is taken by the others; null: a "
         "key per pod (a next page may be refused by another replica). Bigtable only.",
     )
+    secret_mounts: tuple[SecretMount, ...] = Field(
+        default=(),
+        max_length=16,
+        description="Secrets holding the files the table's cassandra settings name "
+        "(password_file, tls.*), mounted read-only at those paths, as in the operator's pod.",
+    )
     env: dict[str, str] = reused(KubernetesSettings, "env")
 
 

@@ -10,6 +10,8 @@ answers; the PodDisruptionBudget lets a drain take one pod at a time. The events
 key, when the spec names a Secret, is a file of that Secret mounted into every pod; so is the
 Google key of ``spec.google`` (or the pods run as its Workload Identity ServiceAccount). With
 ``spec.feed`` the API listens to the table's feed (:mod:`~chainloom_operator._render.feed`).
+A secured Cassandra's files (``password_file``, ``tls.*``) come from the Secrets
+``api.secret_mounts`` names, mounted read-only at the paths the settings give.
 """
 
 from __future__ import annotations
@@ -160,6 +162,10 @@ def deployment(owner: Owner, spec: BackendTableSpec, config_hash: str,
         volumes.append({"name": "cursor-key", "secret": {
             "secretName": api.cursor_key.name, "defaultMode": 0o440,
             "items": [{"key": api.cursor_key.key, "path": "key"}]}})  # fmt: skip
+    for index, mount in enumerate(api.secret_mounts):
+        mounts.append({"name": f"secret-{index}", "mountPath": mount.mount_path, "readOnly": True})
+        volumes.append({"name": f"secret-{index}",
+                        "secret": {"secretName": mount.secret, "defaultMode": 0o440}})  # fmt: skip
     container = {
         "name": API,
         "image": api.image,
@@ -246,10 +252,12 @@ def render_api(owner: Owner, spec: BackendTableSpec, *, otlp_endpoint: str | Non
 
 def secret_references(spec: BackendTableSpec) -> list[tuple[str, str, str]]:
     """``(secret, key, purpose)`` of every Secret the table's pods need: the Google key, the
-    feed Redis's, the API's cursor key."""
+    feed Redis's, the API's cursor key and its mounted files."""
     found = google_secrets(spec.google) + feed_secret_references(spec.feed)
     if spec.api is not None and spec.api.cursor_key is not None:
         found.append((spec.api.cursor_key.name, spec.api.cursor_key.key, "events API cursor key"))
+    if spec.api is not None:
+        found += [(m.secret, "", f"files at {m.mount_path}") for m in spec.api.secret_mounts]
     return found
 
 
