@@ -90,7 +90,7 @@ def _bigtable_errors() -> Iterator[None]:
         yield
     except StoreUnavailableError as error:
         raise BackendUnavailableError(str(error)) from None
-    except EventStoreError as error:
+    except (EventStoreError, CredentialsError) as error:
         raise SpecError(str(error)) from None
 
 

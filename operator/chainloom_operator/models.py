@@ -32,7 +32,12 @@ from chainloom.relayer.config import (
     RestSettings,
     TokenRule,
 )
-from chainloom.settings import BigtableSettings, CassandraSettings, GuardianSetSettings
+from chainloom.settings import (
+    BigtableSettings,
+    CassandraSettings,
+    GuardianSetSettings,
+    RedisSettings,
+)
 from chainloom.settings.emitters import ChainId, EmitterSettings
 from chainloom.settings.parts import TlsSettings
 from chainloom_operator.spark_models import (
@@ -112,8 +117,8 @@ class RedisTlsRef(Spec):
     check_hostname: bool = reused(TlsSettings, "check_hostname")
 
 
-class RedisRef(Spec):
-    """The Redis of the relay tables: a URL without a password, or a Secret holding the URL;
+class RedisAccess(Spec):
+    """A Redis reached from the pods: a URL without a password, or a Secret holding the URL;
     an ACL user with its password in a Secret (mounted as a file); TLS files from Secrets."""
 
     url: str | None = Field(
@@ -125,7 +130,6 @@ class RedisRef(Spec):
     secret_ref: SecretKeyRef | None = Field(
         default=None, description="A Secret key holding the whole URL (passed as environment)."
     )
-    key_prefix: str = reused(RelayRedisSettings, "key_prefix")
     username: str | None = reused(RelayRedisSettings, "username")
     password_ref: SecretKeyRef | None = Field(
         default=None,
@@ -142,10 +146,29 @@ class RedisRef(Spec):
         return []
 
 
-cel(
-    RedisRef,
-    ("has(self.url) != has(self.secret_ref)", "give exactly one of redis.url and redis.secret_ref"),
-)
+class RedisRef(RedisAccess):
+    """The Redis of the relay tables (a :class:`RedisAccess` with the tables' key prefix)."""
+
+    key_prefix: str = reused(RelayRedisSettings, "key_prefix")
+
+
+class FeedRedisRef(RedisAccess):
+    """The Redis whose pub/sub carries a BackendTable's feed (a :class:`RedisAccess` with the
+    channels' prefix)."""
+
+    key_prefix: str = Field(
+        default=RedisSettings.model_fields["key_prefix"].default,
+        min_length=1,
+        description="Prefix of the channels: KEY_PREFIX:ledger:committed (Cassandra), "
+        "KEY_PREFIX:eventstore:vaas (Bigtable).",
+    )
+
+
+ONE_URL = ("has(self.url) != has(self.secret_ref)",
+           "give exactly one of redis.url and redis.secret_ref")  # fmt: skip
+"""The CEL rule of every :class:`RedisAccess`."""
+cel(RedisRef, ONE_URL)
+cel(FeedRedisRef, ONE_URL)
 
 
 class RelayValidation(Spec):
@@ -599,7 +622,56 @@ class ApiSpec(Spec):
         "(api.cursor_key_file), so a cursor from one replica is taken by the others; null: a "
         "key per pod (a next page may be refused by another replica). Bigtable only.",
     )
+    secret_mounts: tuple[SecretMount, ...] = Field(
+        default=(),
+        max_length=16,
+        description="Secrets holding the files the table's cassandra settings name "
+        "(password_file, tls.*), mounted read-only at those paths, as in the operator's pod.",
+    )
     env: dict[str, str] = reused(KubernetesSettings, "env")
+
+
+GCP_SERVICE_ACCOUNT = r"^[a-z][-a-z0-9]{4,28}[a-z0-9]@[-a-z0-9.]+\.iam\.gserviceaccount\.com$"
+"""A Google service account's email."""
+
+
+class GoogleAccess(Spec):
+    """How the pods that open a Bigtable BackendTable's tables (its API, the indexer and the
+    Spark jobs writing to it) authenticate to Google Cloud: Workload Identity (a Kubernetes
+    ServiceAccount bound to a Google service account) or a service-account key from a Secret."""
+
+    service_account: ResourceName | None = Field(
+        default=None,
+        description="Kubernetes ServiceAccount the pods run as (Workload Identity): an existing "
+        "one, or with gcp_service_account the one the operator renders (null there: "
+        "NAME-bigtable).",
+    )
+    gcp_service_account: str | None = Field(
+        default=None,
+        max_length=254,
+        pattern=GCP_SERVICE_ACCOUNT,
+        description="Google service account (email) to act as: the operator renders the "
+        "ServiceAccount with the iam.gke.io/gcp-service-account annotation (the IAM binding "
+        "roles/iam.workloadIdentityUser is granted on Google's side).",
+    )
+    key: SecretKeyRef | None = Field(
+        default=None,
+        description="A Secret key holding a service-account key (JSON), mounted read-only into "
+        "the pods; bigtable.credentials_file and GOOGLE_APPLICATION_CREDENTIALS name the file.",
+    )
+
+    def cel_checks(self) -> list[str]:
+        identity = self.service_account is not None or self.gcp_service_account is not None
+        if (self.key is not None) == identity:
+            return ["give key, or service_account and/or gcp_service_account (one way)"]
+        return []
+
+
+cel(
+    GoogleAccess,
+    ("has(self.key) != (has(self.service_account) || has(self.gcp_service_account))",
+     "give key, or service_account and/or gcp_service_account (one way)"),
+)  # fmt: skip
 
 
 class BackendTableSpec(Spec):
@@ -622,6 +694,17 @@ class BackendTableSpec(Spec):
         default=None,
         description="The API serving the tables (events api or ledger api); null: none.",
     )
+    feed: FeedRedisRef | None = Field(
+        default=None,
+        description="Redis pub/sub on which the table's writers (the ledger ETL, the streaming "
+        "indexer) announce what they stored, so the API's subscriptions and streams hear of "
+        "it at once; null: the API finds new data by polling the store.",
+    )
+    google: GoogleAccess | None = Field(
+        default=None,
+        description="Credentials of the pods that open the tables (backend bigtable); null: "
+        "the pods' Application Default Credentials (or the emulator).",
+    )
 
     def cel_checks(self) -> list[str]:
         broken = []
@@ -631,6 +714,8 @@ class BackendTableSpec(Spec):
             broken.append("give bigtable for backend bigtable, cassandra for backend cassandra")
         if self.api is not None and self.api.cursor_key is not None and self.backend != "bigtable":
             broken.append("api.cursor_key is for backend bigtable (the events API) only")
+        if self.google is not None and self.backend != "bigtable":
+            broken.append("google is for backend bigtable only")
         return broken
 
 
@@ -642,6 +727,7 @@ cel(
     ("self.backend == oldSelf.backend", "backend is immutable"),
     ("!has(self.api) || !has(self.api.cursor_key) || self.backend == 'bigtable'",
      "api.cursor_key is for backend bigtable (the events API) only"),
+    ("!has(self.google) || self.backend == 'bigtable'", "google is for backend bigtable only"),
 )  # fmt: skip
 
 

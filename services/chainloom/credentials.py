@@ -3,19 +3,26 @@
 Passwords, keys and certificates reach chainloom as files (a Kubernetes Secret mounted into the
 pod, a file an operator wrote): the settings hold only their paths, so a password never sits in
 a spec, a command line, an environment dump or a log. This module reads them, for the Cassandra
-session and the Redis client alike, and builds the client's TLS context. Every problem is a
+session, the Redis client and the Bigtable clients (a service-account key) alike, and builds the
+client's TLS context. Every problem is a
 :class:`CredentialsError` naming the setting and the path, never the content.
 """
 
 from __future__ import annotations
 
+import json
 import ssl
+from typing import Any
 
 from chainloom.errors import ChainloomError
 from chainloom.settings.parts import TlsSettings
 
 MAX_PASSWORD_BYTES = 4096
 """A password file longer than this is refused (a wrong path, not a password)."""
+MAX_KEY_BYTES = 64 * 1024
+"""A service-account key file longer than this is refused (a key is about 2.3 kB)."""
+SERVICE_ACCOUNT_FIELDS = ("client_email", "private_key", "token_uri")
+"""What a Google service-account key must hold besides ``"type": "service_account"``."""
 
 
 class CredentialsError(ChainloomError):
@@ -39,6 +46,33 @@ def read_password(path: str, setting: str) -> str:
     if not text:
         raise CredentialsError(f"{setting} {path}: the file is empty")
     return text
+
+
+def read_service_account_key(path: str, setting: str) -> dict[str, Any]:
+    """The fields of the Google service-account key in ``path`` (a JSON object with
+    ``"type": "service_account"`` and :data:`SERVICE_ACCOUNT_FIELDS`); the message of a bad
+    file names it and what is wrong, never a value from it."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_KEY_BYTES + 1)
+    except OSError as error:
+        raise CredentialsError(f"{setting} {path}: {error.strerror or error}") from None
+    if len(raw) > MAX_KEY_BYTES:
+        raise CredentialsError(f"{setting} {path}: longer than {MAX_KEY_BYTES} bytes")
+    try:
+        info = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CredentialsError(f"{setting} {path}: not JSON") from None
+    if not isinstance(info, dict) or info.get("type") != "service_account":
+        raise CredentialsError(
+            f'{setting} {path}: not a service-account key (no "type": "service_account")'
+        )
+    missing = [name for name in SERVICE_ACCOUNT_FIELDS if not isinstance(info.get(name), str)]
+    if missing:
+        raise CredentialsError(
+            f"{setting} {path}: not a service-account key (no {', '.join(missing)})"
+        )
+    return info
 
 
 def client_context(tls: TlsSettings, setting: str) -> ssl.SSLContext:

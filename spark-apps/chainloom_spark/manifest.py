@@ -42,8 +42,8 @@ defaults: names and paths only (the password stays in its file, mounted from a S
 
 
 def environment(settings: SparkJobSettings) -> dict[str, str]:
-    """The environment of driver and executors (``envVars``): the Bigtable location, the
-    Cassandra login and TLS, then ``kubernetes.env``.
+    """The environment of driver and executors (``envVars``): the Bigtable location, app
+    profile and key file (its path), the Cassandra login and TLS, then ``kubernetes.env``.
 
     Settings that have flags (the table, the keyspace) travel as arguments; the rest as the
     ``CHAINLOOM_...`` variables every chainloom process reads.
@@ -53,6 +53,10 @@ def environment(settings: SparkJobSettings) -> dict[str, str]:
         env["CHAINLOOM_BIGTABLE__PROJECT"] = settings.bigtable.project
     if settings.bigtable.instance:
         env["CHAINLOOM_BIGTABLE__INSTANCE"] = settings.bigtable.instance
+    if settings.bigtable.app_profile:
+        env["CHAINLOOM_BIGTABLE__APP_PROFILE"] = settings.bigtable.app_profile
+    if settings.bigtable.credentials_file:
+        env["CHAINLOOM_BIGTABLE__CREDENTIALS_FILE"] = settings.bigtable.credentials_file
     if settings.database.type == "cassandra":
         env.update(cassandra_environment(settings.database.cassandra))
     env.update(settings.kubernetes.env)

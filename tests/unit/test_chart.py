@@ -130,3 +130,25 @@ def test_secret_mounts_give_the_operator_files_of_secrets() -> None:
     refused = _helm("template", "demo", str(CHART), "--set", "operator.secretMounts[0].secret=x")
     assert refused.returncode != 0
     assert "mountPath" in refused.stderr
+
+
+def test_the_operators_service_account_takes_a_workload_identity_annotation() -> None:
+    annotation = "iam.gke.io/gcp-service-account"
+    email = "chainloom-operator@prod.iam.gserviceaccount.com"
+    documents = _render(
+        f"operator.serviceAccountAnnotations.{annotation.replace('.', chr(92) + '.')}={email}"
+    )
+    account = next(
+        doc
+        for doc in documents
+        if doc["kind"] == "ServiceAccount"
+        and doc["metadata"]["labels"].get("app.kubernetes.io/component") == "operator"
+    )
+    assert account["metadata"]["annotations"] == {annotation: email}
+    plain = next(
+        doc
+        for doc in _render()
+        if doc["kind"] == "ServiceAccount"
+        and doc["metadata"]["labels"].get("app.kubernetes.io/component") == "operator"
+    )
+    assert "annotations" not in plain["metadata"]

@@ -1,7 +1,9 @@
-"""Password files and client TLS contexts (chainloom.credentials), on files made here."""
+"""Password files, service-account keys and client TLS contexts (chainloom.credentials), on
+files made here."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import ssl
 import subprocess
@@ -9,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from chainloom.credentials import CredentialsError, client_context, read_password
+from chainloom.credentials import (
+    CredentialsError,
+    client_context,
+    read_password,
+    read_service_account_key,
+)
 from chainloom.settings.parts import TlsSettings
+from tests.google_key_support import write_service_account_key
 
 
 def test_password_drops_one_trailing_newline(tmp_path: Path) -> None:
@@ -88,3 +96,39 @@ def test_unusable_tls_files_name_the_setting(tmp_path: Path) -> None:
         client_context(TlsSettings(cert_file=str(junk)), "redis.tls")
     with pytest.raises(CredentialsError, match="No such file"):
         client_context(TlsSettings(ca_file=str(tmp_path / "absent.pem")), "redis.tls")
+
+
+def test_service_account_key_fields_are_read(tmp_path: Path) -> None:
+    path = write_service_account_key(tmp_path / "key.json")
+    info = read_service_account_key(str(path), "bigtable.credentials_file")
+    assert info["client_email"] == "indexer@chainloom-test.iam.gserviceaccount.com"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"not json", "not JSON"),
+        (b"\xff\xfe", "not JSON"),
+        (b"[1, 2]", 'no "type": "service_account"'),
+        (json.dumps({"type": "authorized_user"}).encode(), 'no "type": "service_account"'),
+        (b"{" + b" " * 70000 + b"}", "longer than"),
+    ],
+)
+def test_unusable_service_account_keys(tmp_path: Path, content: bytes, problem: str) -> None:
+    path = tmp_path / "key.json"
+    path.write_bytes(content)
+    with pytest.raises(CredentialsError, match=problem) as caught:
+        read_service_account_key(str(path), "bigtable.credentials_file")
+    assert str(caught.value).startswith(f"bigtable.credentials_file {path}: ")
+
+
+def test_key_without_its_fields_names_them_but_no_value(tmp_path: Path) -> None:
+    path = write_service_account_key(tmp_path / "key.json", private_key=None, token_uri=None)
+    with pytest.raises(CredentialsError, match="no private_key, token_uri") as caught:
+        read_service_account_key(str(path), "bigtable.credentials_file")
+    assert "indexer@" not in str(caught.value)
+
+
+def test_missing_key_file_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(CredentialsError, match=r"bigtable.credentials_file .*: No such file"):
+        read_service_account_key(str(tmp_path / "absent.json"), "bigtable.credentials_file")

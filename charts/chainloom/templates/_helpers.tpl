@@ -43,7 +43,7 @@ app.kubernetes.io/component: operator
   resources: [deployments]
   verbs: [get, list, watch, create, patch, update, delete]
 - apiGroups: [""]
-  resources: [configmaps, services]
+  resources: [configmaps, services, serviceaccounts]
   verbs: [get, list, watch, create, patch, update, delete]
 - apiGroups: [networking.k8s.io]
   resources: [networkpolicies]

@@ -37,15 +37,16 @@ from chainloom_operator._handlers.shared import (
 from chainloom_operator._kube import Cluster
 from chainloom_operator._render.api import api_name, api_status, render_api, secret_references
 from chainloom_operator._render.common import Owner
+from chainloom_operator._render.google import service_account
 from chainloom_operator._render.status import Failure, deployment_available, table_status
 from chainloom_operator.config import OperatorSettings
 from chainloom_operator.errors import OperatorError
 from chainloom_operator.models import GROUP, VERSION, ApiStatus, BackendTableSpec, Drift
 
 KIND = "BackendTable"
-API_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"), ("v1", "Service"),
-             ("policy/v1", "PodDisruptionBudget"))  # fmt: skip
-"""The kinds the API's children are."""
+CHILD_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"), ("v1", "Service"),
+               ("policy/v1", "PodDisruptionBudget"), ("v1", "ServiceAccount"))  # fmt: skip
+"""The kinds the table's children are: the API's, and the Workload Identity ServiceAccount."""
 STATUS_SOURCES = ("Deployment",)
 """Children whose changes can change the table's status."""
 CHILD_LABELS = child_labels(KIND)
@@ -69,8 +70,9 @@ def reconcile_table(cluster: Cluster, body: Mapping[str, Any], failure: Failure 
     spec = spec_of(BackendTableSpec, body["spec"])
     cluster.check_secrets(owner.namespace, secret_references(spec))
     outcome = _backends.ensure(spec)
-    apply_all(cluster, owner, render_api(owner, spec, otlp_endpoint=settings.otlp_endpoint),
-              API_KINDS)  # fmt: skip
+    children = [*service_account(owner, spec.google),
+                *render_api(owner, spec, otlp_endpoint=settings.otlp_endpoint)]  # fmt: skip
+    apply_all(cluster, owner, children, CHILD_KINDS)
     # Tables the operator has created over the resource's life (a later check creates none);
     # read afresh, as the recheck thread may have written the status since ``body`` was read.
     current = cluster.get_custom(PLURALS[KIND], owner.namespace, owner.name) or body

@@ -36,6 +36,8 @@ from chainloom_operator._handlers.shared import (
 )
 from chainloom_operator._kube import Cluster, pod_roles
 from chainloom_operator._render.common import OWNER_KIND_LABEL, OWNER_NAME_LABEL, Owner
+from chainloom_operator._render.feed import feed_secret_references
+from chainloom_operator._render.google import secret_references as google_secrets
 from chainloom_operator._render.ledger_follow import COMPONENT as LEDGER_ETL
 from chainloom_operator._render.ledger_follow import PROBES_PORT
 from chainloom_operator._render.ledger_writer import pods_to_ask, takeover_event, writer_of
@@ -91,10 +93,14 @@ def reconcile_pipeline(cluster: Cluster, body: Mapping[str, Any], failure: Failu
                        settings: OperatorSettings) -> float | None:  # fmt: skip
     owner = owner_of(KIND, body)
     spec = spec_of(IngestPipelineSpec, body["spec"])
-    if spec.batch is not None:  # credentials are checked before anything is rendered
+    sink = _sink(cluster, owner, spec.sink)
+    # credentials are checked before anything is rendered
+    cluster.check_secrets(
+        owner.namespace, google_secrets(sink.google) + feed_secret_references(sink.feed)
+    )
+    if spec.batch is not None:
         cluster.check_secrets(owner.namespace, secret_references(spec.batch))
-    rendered = render_pipeline(owner, spec, _sink(cluster, owner, spec.sink),
-                               otlp_endpoint=settings.otlp_endpoint)  # fmt: skip
+    rendered = render_pipeline(owner, spec, sink, otlp_endpoint=settings.otlp_endpoint)
     apply_all(cluster, owner, rendered, PIPELINE_KINDS)
     return refresh_pipeline_status(cluster, body, failure)
 

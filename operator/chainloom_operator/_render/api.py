@@ -7,7 +7,11 @@ ledger api``. Each pod loads a settings file built from the BackendTable's own `
 the tables the operator manages. The pods are ready when their ``/readyz`` has done a real
 round trip to the store (a read of each table; the ledger range), alive while ``/healthz``
 answers; the PodDisruptionBudget lets a drain take one pod at a time. The events API's cursor
-key, when the spec names a Secret, is a file of that Secret mounted into every pod.
+key, when the spec names a Secret, is a file of that Secret mounted into every pod; so is the
+Google key of ``spec.google`` (or the pods run as its Workload Identity ServiceAccount). With
+``spec.feed`` the API listens to the table's feed (:mod:`~chainloom_operator._render.feed`).
+A secured Cassandra's files (``password_file``, ``tls.*``) come from the Secrets
+``api.secret_mounts`` names, mounted read-only at the paths the settings give.
 """
 
 from __future__ import annotations
@@ -33,6 +37,14 @@ from chainloom_operator._render.common import (
     resources,
     telemetry_environment,
 )
+from chainloom_operator._render.feed import (
+    feed_parts,
+    feed_secret_references,
+    with_feed,
+    without_secret_url,
+)
+from chainloom_operator._render.google import pod_bigtable, with_pod_credentials
+from chainloom_operator._render.google import secret_references as google_secrets
 from chainloom_operator.models import ApiSpec, ApiStatus, BackendTableSpec
 
 API = "api"
@@ -76,20 +88,34 @@ def settings_file(spec: BackendTableSpec) -> tuple[str, dict[str, Any]]:
     """``(file name, document)`` of the settings the API's pods load."""
     api = spec.api
     assert api is not None
+    feed = feed_parts(spec.feed, _feed_url_env(spec)).settings
     if spec.bigtable is not None:
         listen: dict[str, Any] = {"host": "0.0.0.0", "port": EVENTS_PORT}  # noqa: S104 (in a pod)
         if api.cursor_key is not None:
             listen["cursor_key_file"] = CURSOR_FILE
+        if feed is not None:
+            listen["feed_redis"] = feed
+        bigtable = pod_bigtable(spec.bigtable, spec.google)
         events = EventStoreSettings.model_validate(
-            {"bigtable": spec.bigtable.model_dump(), "api": listen}
+            {"bigtable": bigtable.model_dump(), "api": listen}
         )
-        return "events.yaml", events.model_dump(mode="json", include={"bigtable", "api"})
+        document = events.model_dump(mode="json", include={"bigtable", "api"})
+        return "events.yaml", without_secret_url(document, spec.feed, "api", "feed_redis")
     assert spec.cassandra is not None
     ledger = LedgerSettings.model_validate(
         {"database": {"type": "cassandra", "cassandra": spec.cassandra.model_dump(),
-                      "read_only": True}}
+                      "read_only": True},
+         "feed": {"redis": feed}}
     )  # fmt: skip
-    return "ledger.yaml", ledger.model_dump(mode="json", include={"database"})
+    document = ledger.model_dump(mode="json", include={"database", "feed"})
+    return "ledger.yaml", without_secret_url(document, spec.feed, "feed", "redis")
+
+
+def _feed_url_env(spec: BackendTableSpec) -> str:
+    """The variable of the feed's URL in the API's settings."""
+    if spec.backend == "bigtable":
+        return "CHAINLOOM_API__FEED_REDIS__URL"
+    return "CHAINLOOM_FEED__REDIS__URL"
 
 
 def _arguments(spec: BackendTableSpec, path: str) -> list[str]:
@@ -136,6 +162,10 @@ def deployment(owner: Owner, spec: BackendTableSpec, config_hash: str,
         volumes.append({"name": "cursor-key", "secret": {
             "secretName": api.cursor_key.name, "defaultMode": 0o440,
             "items": [{"key": api.cursor_key.key, "path": "key"}]}})  # fmt: skip
+    for index, mount in enumerate(api.secret_mounts):
+        mounts.append({"name": f"secret-{index}", "mountPath": mount.mount_path, "readOnly": True})
+        volumes.append({"name": f"secret-{index}",
+                        "secret": {"secretName": mount.secret, "defaultMode": 0o440}})  # fmt: skip
     container = {
         "name": API,
         "image": api.image,
@@ -165,13 +195,20 @@ def deployment(owner: Owner, spec: BackendTableSpec, config_hash: str,
                     "labels": dict(pod_labels),
                     "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
                 },
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "securityContext": pod_security(),
-                    "containers": [container],
-                    "volumes": volumes,
-                    **placement(api.placement),
-                },
+                "spec": with_feed(
+                    with_pod_credentials(
+                        {
+                            "automountServiceAccountToken": False,
+                            "securityContext": pod_security(),
+                            "containers": [container],
+                            "volumes": volumes,
+                            **placement(api.placement),
+                        },
+                        owner.name,
+                        spec.google,
+                    ),
+                    feed_parts(spec.feed, _feed_url_env(spec)),
+                ),
             },
         },
     }
@@ -214,10 +251,14 @@ def render_api(owner: Owner, spec: BackendTableSpec, *, otlp_endpoint: str | Non
 
 
 def secret_references(spec: BackendTableSpec) -> list[tuple[str, str, str]]:
-    """``(secret, key, purpose)`` of every Secret the API's pods need."""
-    if spec.api is None or spec.api.cursor_key is None:
-        return []
-    return [(spec.api.cursor_key.name, spec.api.cursor_key.key, "events API cursor key")]
+    """``(secret, key, purpose)`` of every Secret the table's pods need: the Google key, the
+    feed Redis's, the API's cursor key and its mounted files."""
+    found = google_secrets(spec.google) + feed_secret_references(spec.feed)
+    if spec.api is not None and spec.api.cursor_key is not None:
+        found.append((spec.api.cursor_key.name, spec.api.cursor_key.key, "events API cursor key"))
+    if spec.api is not None:
+        found += [(m.secret, "", f"files at {m.mount_path}") for m in spec.api.secret_mounts]
+    return found
 
 
 def api_status(owner: Owner, spec: BackendTableSpec, found: Mapping[str, Any] | None

@@ -7,6 +7,7 @@ theirs. The replicas elect their writer through the ``ledger_range`` fence, so t
 needs no leader election of its own; ``Recreate`` keeps a rollout from running an old and a new
 writer side by side for longer than the fence would allow anyway. A secured keyspace's files
 (``password_file``, ``tls.*``) come from the Secrets ``secret_mounts`` names, mounted read-only.
+The sink's ``spec.feed`` becomes ``feed.redis``: the ETL announces each committed ledger there.
 Probes: ``/healthz`` (alive), ``/readyz`` (the last look at the store worked), ``/status`` (the
 replica's role).
 """
@@ -30,6 +31,7 @@ from chainloom_operator._render.common import (
     resources,
     telemetry_environment,
 )
+from chainloom_operator._render.feed import feed_parts, with_feed, without_secret_url
 from chainloom_operator.errors import SpecError
 from chainloom_operator.models import BackendTableSpec, IngestPipelineSpec, LedgerFollowSpec
 
@@ -38,6 +40,8 @@ COMPONENT = "ledger-etl"
 CONFIG_DIR = "/etc/chainloom"
 CONFIG_FILE = f"{CONFIG_DIR}/ledger.yaml"
 """The ETL's settings file inside its pods."""
+FEED_URL_ENV = "CHAINLOOM_FEED__REDIS__URL"
+"""The variable of the feed's URL (``feed.redis.url``) when it is in a Secret."""
 PROBES_PORT = 4302
 """Port of ``/healthz``, ``/readyz`` and ``/status``."""
 
@@ -48,14 +52,16 @@ def follow_name(owner: Owner) -> str:
 
 
 def follow_settings(sink: BackendTableSpec) -> dict[str, Any]:
-    """The settings document the pods load: the sink's keyspace, writable."""
+    """The settings document the pods load: the sink's keyspace, writable, and its feed."""
     if sink.cassandra is None:
         raise SpecError(f"the ledger ETL writes to a cassandra BackendTable, not {sink.backend}")
+    feed = feed_parts(sink.feed, FEED_URL_ENV).settings
     settings = LedgerSettings.model_validate(
-        {"database": {"type": "cassandra", "cassandra": sink.cassandra.model_dump()}}
-    )
-    document: dict[str, Any] = settings.model_dump(mode="json", include={"database"})
-    return document
+        {"database": {"type": "cassandra", "cassandra": sink.cassandra.model_dump()},
+         "feed": {"redis": feed}}
+    )  # fmt: skip
+    document: dict[str, Any] = settings.model_dump(mode="json", include={"database", "feed"})
+    return without_secret_url(document, sink.feed, "feed", "redis")
 
 
 def follow_arguments(spec: LedgerFollowSpec) -> list[str]:
@@ -125,14 +131,17 @@ def follow_children(
                     "labels": dict(pod_labels),
                     "annotations": {CONFIG_HASH_ANNOTATION: content_hash(config["data"])},
                 },
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "terminationGracePeriodSeconds": 30,
-                    "securityContext": pod_security(),
-                    "containers": [container],
-                    "volumes": volumes,
-                    **placement(follow.placement),
-                },
+                "spec": with_feed(
+                    {
+                        "automountServiceAccountToken": False,
+                        "terminationGracePeriodSeconds": 30,
+                        "securityContext": pod_security(),
+                        "containers": [container],
+                        "volumes": volumes,
+                        **placement(follow.placement),
+                    },
+                    feed_parts(sink.feed, FEED_URL_ENV),
+                ),
             },
         },
     }

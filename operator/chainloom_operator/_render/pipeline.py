@@ -15,7 +15,10 @@ executors' Python workers never call ``telemetry.setup``, so the variables cost 
 
 The streaming indexer runs ``chainloom indexer run --config FILE`` with an
 :class:`~chainloom.indexer.config.IndexerSettings` built from the spec and the sink and dumped
-by the model into its ConfigMap, as the relayer's pods get theirs.
+by the model into its ConfigMap, as the relayer's pods get theirs. The sink's Google
+credentials (``spec.google``: a ServiceAccount, or a key from a Secret) reach the indexer's and
+the Spark job's pods through :mod:`chainloom_operator._render.google`; its feed
+(``spec.feed``) becomes the indexer's ``feed_redis`` (:mod:`chainloom_operator._render.feed`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from chainloom_operator._render.common import (
     resources,
     telemetry_environment,
 )
+from chainloom_operator._render.feed import feed_parts, with_feed, without_secret_url
+from chainloom_operator._render.google import pod_bigtable, spark_credentials, with_pod_credentials
 from chainloom_operator._render.ledger_follow import follow_children
 from chainloom_operator._render.spark_options import with_options
 from chainloom_operator.errors import SpecError
@@ -53,6 +58,8 @@ SCHEDULED_KIND = "ScheduledSparkApplication"
 INDEXER = "indexer"
 INDEXER_CONFIG_FILE = "/etc/chainloom/indexer.yaml"
 """The indexer's settings file inside its pods."""
+INDEXER_FEED_URL_ENV = "CHAINLOOM_FEED_REDIS__URL"
+"""The variable of the feed's URL (``feed_redis.url``) when it is in a Secret."""
 INDEXER_PORT = 4301
 """Port of the indexer's probes (``/healthz``, ``/readyz``, ``/metrics``)."""
 SINK_BACKEND = {
@@ -120,25 +127,33 @@ def job_settings(
         "kubernetes": kubernetes,
     }
     if sink.bigtable is not None:
-        values["bigtable"] = sink.bigtable.model_dump()
+        values["bigtable"] = pod_bigtable(sink.bigtable, sink.google).model_dump()
     if sink.cassandra is not None:
         values["database"] = {"type": "cassandra", "cassandra": sink.cassandra.model_dump()}
     return SparkJobSettings.model_validate(values)
 
 
 def spark_application(
-    owner: Owner, batch: BatchSpec, sink: BackendTableSpec, otlp_endpoint: str | None = None
+    owner: Owner,
+    batch: BatchSpec,
+    sink: BackendTableSpec,
+    sink_name: str,
+    otlp_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """The SparkApplication of one run, owned by the pipeline (``otlp_endpoint``: where its
     driver exports its spans), with the spark-operator options of ``batch``
-    (:func:`~chainloom_operator._render.spark_options.with_options`)."""
+    (:func:`~chainloom_operator._render.spark_options.with_options`) and the Google
+    credentials of the sink ``sink_name``
+    (:func:`~chainloom_operator._render.google.spark_credentials`)."""
     settings = job_settings(owner, batch, sink, otlp_endpoint)
     application = render_application(
         batch.job, job_arguments(batch, sink), settings, name=owner.name
     )
     job_labels = labels(owner, "spark-job", **{"chainloom.io/job": batch.job})
     application["metadata"] = metadata(owner, owner.name, job_labels)
-    application["spec"] = with_options(application["spec"], batch)
+    application["spec"] = spark_credentials(
+        with_options(application["spec"], batch), sink_name, sink.google
+    )
     return application
 
 
@@ -150,7 +165,7 @@ def scheduled_application(
     otlp_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """The ScheduledSparkApplication running the same application on ``spec.schedule``."""
-    application = spark_application(owner, batch, sink, otlp_endpoint)
+    application = spark_application(owner, batch, sink, spec.sink, otlp_endpoint)
     return {
         "apiVersion": SPARK_API_VERSION,
         "kind": SCHEDULED_KIND,
@@ -171,8 +186,9 @@ def indexer_settings(spec: StreamingSpec, sink: BackendTableSpec) -> IndexerSett
     assert sink.bigtable is not None
     fields = spec.model_dump(exclude={"image", "replicas", "env", "resources", "placement"})
     return IndexerSettings.model_validate(
-        {**fields, "bigtable": sink.bigtable.model_dump(),
-         "probes": {"enabled": True, "host": "0.0.0.0", "port": INDEXER_PORT}}  # noqa: S104
+        {**fields, "bigtable": pod_bigtable(sink.bigtable, sink.google).model_dump(),
+         "probes": {"enabled": True, "host": "0.0.0.0", "port": INDEXER_PORT},  # noqa: S104
+         "feed_redis": feed_parts(sink.feed, INDEXER_FEED_URL_ENV).settings}
     )  # fmt: skip
 
 
@@ -188,12 +204,13 @@ def indexer_children(
     assert streaming is not None
     _check_sink("streaming", sink)
     settings = indexer_settings(streaming, sink)
+    document = without_secret_url(settings.model_dump(mode="json"), sink.feed, "feed_redis")
     name = f"{owner.name}-indexer"
     config = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata(owner, name, labels(owner, "indexer-config")),
-        "data": {"indexer.yaml": yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False)},
+        "data": {"indexer.yaml": yaml.safe_dump(document, sort_keys=False)},
     }
     pod_labels = labels(owner, INDEXER)
     selector = {
@@ -231,14 +248,21 @@ def indexer_children(
                     "labels": dict(pod_labels),
                     "annotations": {CONFIG_HASH_ANNOTATION: content_hash(config["data"])},
                 },
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "terminationGracePeriodSeconds": int(streaming.drain_timeout) + 10,
-                    "securityContext": pod_security(),
-                    "containers": [container],
-                    "volumes": [{"name": "config", "configMap": {"name": name}}],
-                    **placement(streaming.placement),
-                },
+                "spec": with_feed(
+                    with_pod_credentials(
+                        {
+                            "automountServiceAccountToken": False,
+                            "terminationGracePeriodSeconds": int(streaming.drain_timeout) + 10,
+                            "securityContext": pod_security(),
+                            "containers": [container],
+                            "volumes": [{"name": "config", "configMap": {"name": name}}],
+                            **placement(streaming.placement),
+                        },
+                        spec.sink,
+                        sink.google,
+                    ),
+                    feed_parts(sink.feed, INDEXER_FEED_URL_ENV),
+                ),
             },
         },
     }
@@ -261,4 +285,4 @@ def render_pipeline(
     assert spec.batch is not None
     if spec.schedule is not None:
         return [scheduled_application(owner, spec, spec.batch, sink, otlp_endpoint)]
-    return [spark_application(owner, spec.batch, sink, otlp_endpoint)]
+    return [spark_application(owner, spec.batch, sink, spec.sink, otlp_endpoint)]

@@ -33,6 +33,12 @@ from chainloom_operator._render.common import (
     resources,
     telemetry_environment,
 )
+from chainloom_operator._render.redis_access import (
+    redis_secret_references,
+    redis_settings,
+    redis_volume,
+    url_variable,
+)
 from chainloom_operator.models import ChainSpec, Placement, RelayerPoolSpec, WalletSpec
 
 CONFIG_DIR = "/etc/chainloom"
@@ -62,34 +68,10 @@ def worker_name(owner: Owner, chain: int, wallet: WalletSpec) -> str:
     return f"{owner.name}-worker-{chain_name(chain)}-{wallet.name}"
 
 
-def redis_files(spec: RelayerPoolSpec) -> dict[str, str]:
-    """The Redis settings that name mounted files (``password_file``, ``tls.*``), by field."""
-    ref = spec.redis
-    files: dict[str, str] = {}
-    if ref.password_ref is not None:
-        files["password_file"] = f"{REDIS_DIR}/password"
-    if ref.tls is not None and ref.tls.ca_ref is not None:
-        files["ca_file"] = f"{REDIS_DIR}/ca.crt"
-    if ref.tls is not None and ref.tls.client_secret is not None:
-        files["cert_file"] = f"{REDIS_DIR}/tls.crt"
-        files["key_file"] = f"{REDIS_DIR}/tls.key"
-    return files
-
-
 def relayer_settings(spec: RelayerPoolSpec) -> RelayerSettings:
     """The settings every pod of the pool loads (the Redis URL of a Secret is left out; the
     password and TLS files are paths of the pods' Secret volume)."""
-    redis: dict[str, Any] = {"key_prefix": spec.redis.key_prefix}
-    if spec.redis.url is not None:
-        redis["url"] = spec.redis.url
-    if spec.redis.username is not None:
-        redis["username"] = spec.redis.username
-    files = redis_files(spec)
-    if "password_file" in files:
-        redis["password_file"] = files["password_file"]
-    if spec.redis.tls is not None:
-        tls_files = {k: v for k, v in files.items() if k != "password_file"}
-        redis["tls"] = {"check_hostname": spec.redis.tls.check_hostname, **tls_files}
+    redis = redis_settings(spec.redis, REDIS_DIR, spec.redis.key_prefix)
     listener = spec.listener
     return RelayerSettings.model_validate(
         {
@@ -145,14 +127,7 @@ def config_map(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
 def _environment(spec: RelayerPoolSpec, telemetry: list[dict[str, Any]]) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [{"name": "CHAINLOOM_RELAYER_CONFIG", "value": CONFIG_FILE}]
     env += telemetry
-    if spec.redis.secret_ref is not None:
-        ref = spec.redis.secret_ref
-        env.append(
-            {
-                "name": "CHAINLOOM_REDIS__URL",
-                "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}},
-            }
-        )
+    env += url_variable(spec.redis, "CHAINLOOM_REDIS__URL")
     return env
 
 
@@ -164,30 +139,12 @@ def _config_mount() -> dict[str, Any]:
     return {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}
 
 
-def _redis_volume(spec: RelayerPoolSpec) -> dict[str, Any] | None:
-    """The password and TLS files of Redis, from their Secrets (None when there are none)."""
-    ref = spec.redis
-    sources: list[dict[str, Any]] = []
-    if ref.password_ref is not None:
-        items = [{"key": ref.password_ref.key, "path": "password"}]
-        sources.append({"secret": {"name": ref.password_ref.name, "items": items}})
-    if ref.tls is not None and ref.tls.ca_ref is not None:
-        items = [{"key": ref.tls.ca_ref.key, "path": "ca.crt"}]
-        sources.append({"secret": {"name": ref.tls.ca_ref.name, "items": items}})
-    if ref.tls is not None and ref.tls.client_secret is not None:
-        items = [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]
-        sources.append({"secret": {"name": ref.tls.client_secret, "items": items}})
-    if not sources:
-        return None
-    return {"name": "redis", "projected": {"sources": sources, "defaultMode": 0o440}}
-
-
 def _volumes_and_mounts(
     owner: Owner, spec: RelayerPoolSpec
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The ConfigMap, and the Redis Secrets when the pool has any."""
     volumes, mounts = [_config_volume(owner)], [_config_mount()]
-    redis = _redis_volume(spec)
+    redis = redis_volume(spec.redis, "redis")
     if redis is not None:
         volumes.append(redis)
         mounts.append({"name": "redis", "mountPath": REDIS_DIR, "readOnly": True})
@@ -387,18 +344,7 @@ def render_relayer_pool(
 
 def secret_references(spec: RelayerPoolSpec) -> list[tuple[str, str, str]]:
     """``(secret, key, purpose)`` of every Secret the pool's pods need."""
-    found = []
-    if spec.redis.secret_ref is not None:
-        found.append((spec.redis.secret_ref.name, spec.redis.secret_ref.key, "Redis URL"))
-    if spec.redis.password_ref is not None:
-        ref = spec.redis.password_ref
-        found.append((ref.name, ref.key, "Redis password"))
-    tls = spec.redis.tls
-    if tls is not None and tls.ca_ref is not None:
-        found.append((tls.ca_ref.name, tls.ca_ref.key, "Redis CA bundle"))
-    if tls is not None and tls.client_secret is not None:
-        for key in ("tls.crt", "tls.key"):
-            found.append((tls.client_secret, key, "Redis client certificate"))
+    found = redis_secret_references(spec.redis, "Redis")
     for chain in spec.chains:
         for wallet in chain.wallets:
             purpose = f"wallet {wallet.name} of chain {chain_name(chain.chain)}"

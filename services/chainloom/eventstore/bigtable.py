@@ -7,6 +7,10 @@ in :mod:`chainloom.eventstore.writer`; this module only performs single calls an
 their results.
 
 The emulator is used when ``BIGTABLE_EMULATOR_HOST`` is set (the client reads it itself).
+Every client opened here carries the same credentials (:func:`google_credentials`: the key of
+``bigtable.credentials_file``, else Application Default Credentials) and every table handle the
+app profile ``bigtable.app_profile``, so the services, the Spark jobs and the operator reach
+Bigtable as one identity through one profile.
 
 Every call is bounded by ``bigtable.operation_timeout`` (the client's own retries included), and
 an outage surfaces as :class:`StoreUnavailableError` naming the endpoint and the last error the
@@ -30,6 +34,7 @@ from typing import Any
 from google.api_core import exceptions as gexc
 from google.api_core.exceptions import NotFound
 from google.api_core.retry import Retry
+from google.auth.credentials import Credentials
 from google.cloud.bigtable import Client
 from google.cloud.bigtable import column_family as cf
 from google.cloud.bigtable.data import (
@@ -43,9 +48,11 @@ from google.cloud.bigtable.data import (
 from google.cloud.bigtable.data import row_filters as rf
 from google.cloud.bigtable.data.exceptions import RetryExceptionGroup
 from google.cloud.bigtable_admin_v2.types import Table
+from google.oauth2 import service_account
 from opentelemetry import trace
 
 from chainloom import telemetry
+from chainloom.credentials import CredentialsError, read_service_account_key
 from chainloom.eventstore import schema
 from chainloom.eventstore.cells import Cell, IndexEntry
 from chainloom.eventstore.errors import (
@@ -78,7 +85,9 @@ def check_reachable(settings: BigtableSettings) -> None:
     """Open (and close) one TCP connection to where the calls go, within
     ``bigtable.connect_timeout``: a refused or silent endpoint is a
     :class:`StoreUnavailableError` in seconds, not after the client's retries ran out
-    ``bigtable.operation_timeout``."""
+    ``bigtable.operation_timeout``. A bad ``bigtable.credentials_file`` is told first (a
+    :class:`~chainloom.credentials.CredentialsError`): bad input comes before the network."""
+    google_credentials(settings)
     emulator = os.environ.get(EMULATOR_ENV)
     host, port = DEFAULT_DATA_HOST
     if emulator:
@@ -245,9 +254,34 @@ def _live_families(
     return {name: family.gc_rule for name, family in live.column_families.items()}
 
 
+BIGTABLE_SCOPE = "https://www.googleapis.com/auth/bigtable.admin"
+"""The OAuth scope of a key's credentials: the admin scope covers the data API too."""
+
+
+def google_credentials(settings: BigtableSettings) -> Credentials | None:
+    """The credentials of ``bigtable.credentials_file`` (read and parsed now: a bad file is a
+    :class:`~chainloom.credentials.CredentialsError` naming it), or None for Application
+    Default Credentials. On the emulator the key is checked all the same but None is returned:
+    the emulator takes no credentials."""
+    path = settings.credentials_file
+    if path is None:
+        return None
+    setting = "bigtable.credentials_file"
+    info = read_service_account_key(path, setting)
+    try:
+        credentials = service_account.Credentials.from_service_account_info(
+            info, scopes=(BIGTABLE_SCOPE,)
+        )
+    except ValueError:
+        raise CredentialsError(
+            f"{setting} {path}: not a service-account key (its private_key is not a PEM key)"
+        ) from None
+    return None if os.environ.get(EMULATOR_ENV) else credentials
+
+
 def _admin(settings: BigtableSettings) -> tuple[Any, Any]:
     """The classic admin client and the instance."""
-    client = Client(project=settings.project, admin=True)
+    client = Client(project=settings.project, credentials=google_credentials(settings), admin=True)
     return client, client.instance(settings.instance)
 
 
@@ -361,7 +395,9 @@ class BigtableTables:
                 "fills them in on the emulator)"
             )
         self.settings = settings
-        self._client = BigtableDataClient(project=settings.project)
+        self._client = BigtableDataClient(
+            project=settings.project, credentials=google_credentials(settings)
+        )
         timeout = settings.operation_timeout
         options = {
             "default_operation_timeout": timeout,
@@ -371,8 +407,13 @@ class BigtableTables:
             "default_mutate_rows_operation_timeout": timeout,
             "default_mutate_rows_attempt_timeout": min(timeout, 10.0),
         }
-        self.events = self._client.get_table(settings.instance, settings.table, **options)
-        self.index = self._client.get_table(settings.instance, settings.index_table, **options)
+        profile = settings.app_profile
+        self.events = self._client.get_table(
+            settings.instance, settings.table, app_profile_id=profile, **options
+        )
+        self.index = self._client.get_table(
+            settings.instance, settings.index_table, app_profile_id=profile, **options
+        )
         self._threads: tuple[int, ThreadPoolExecutor] | None = None
 
     def close(self) -> None:

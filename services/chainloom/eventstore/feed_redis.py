@@ -44,12 +44,15 @@ POLL_SECONDS = 1.0
 class RedisVaaFeed:
     """:class:`~chainloom.eventstore.feed.VaaFeed` on a Redis channel."""
 
-    def __init__(self, redis_settings: RedisSettings, channel: str | None = None) -> None:
+    def __init__(
+        self, redis_settings: RedisSettings, channel: str | None = None, setting: str = SETTING
+    ) -> None:
         """``channel`` defaults to ``KEY_PREFIX:eventstore:vaas``; the password and TLS files
-        are read and checked now (a :class:`~chainloom.credentials.CredentialsError`)."""
+        are read and checked now (a :class:`~chainloom.credentials.CredentialsError` naming
+        ``setting``, where the settings came from)."""
         self.redis = redis_settings
         self.channel = channel or f"{redis_settings.key_prefix}:eventstore:vaas"
-        self._client = redis_client(redis_settings, SETTING)
+        self._client = redis_client(redis_settings, setting)
         self._paused_until = 0.0
 
     @property

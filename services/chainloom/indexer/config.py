@@ -35,6 +35,7 @@ from chainloom.settings import (
     BigtableSettings,
     GuardianSetSettings,
     PublicRpcSettings,
+    RedisSettings,
     ServiceSettings,
 )
 from chainloom.settings.emitters import EmitterSettings
@@ -192,6 +193,12 @@ class IndexerSettings(ServiceSettings):
     )
     probes: ProbeSettings = Field(
         default_factory=ProbeSettings, description="/healthz, /readyz and /metrics."
+    )
+    feed_redis: RedisSettings | None = Field(
+        default=None,
+        description="Redis to announce newly stored VAAs on (channel KEY_PREFIX:eventstore:vaas), "
+        "the events API's api.feed_redis, so its streams hear of them at once; null: none (the "
+        "streams poll the store).",
     )
     gaps: GapSettings = Field(
         default_factory=GapSettings, description="Gap detection and missed-VAA recovery."

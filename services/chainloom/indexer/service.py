@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from chainloom.eventstore.backfill import GapStateRows
 from chainloom.eventstore.config import EventStoreSettings
+from chainloom.eventstore.feed_redis import RedisVaaFeed
 from chainloom.eventstore.service import open_store
 from chainloom.eventstore.writer import EventWriter, WriterConfig
 from chainloom.indexer.config import IndexerSettings
@@ -91,12 +92,20 @@ def open_writer(settings: IndexerSettings) -> EventWriterStore:
         EventStoreSettings(bigtable=settings.bigtable, guardian_sets=settings.guardian_sets)
     )
     config = WriterConfig(flush_rows=settings.batch.rows, deadline=settings.write_deadline)
+    try:
+        feed = None
+        if settings.feed_redis is not None:  # its password and TLS files are checked here
+            feed = RedisVaaFeed(settings.feed_redis, setting="feed_redis")
+    except BaseException:
+        tables.close()
+        raise
     writer = EventWriter(
         tables,
         guardian_sets,
         emitters=all_known_emitters(),
         config=config,
         signature_cache=SignatureCache(settings.signature_cache),
+        feed=feed,
     )
     store = EventWriterStore(
         writer, check_timeout=min(settings.bigtable.operation_timeout, settings.write_deadline)

@@ -181,6 +181,21 @@ class BigtableSettings(Part):
         "included) and of the event writer's retries of a batch; past it the store is "
         "unavailable (`chainloom events` exits 4).",
     )
+    app_profile: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=50,
+        pattern=r"^[_a-zA-Z0-9][-_.a-zA-Z0-9]*$",
+        description="App profile of every data request (its routing to clusters and its "
+        "isolation); null: the instance's default profile.",
+    )
+    credentials_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A service-account key (JSON, e.g. mounted from a Secret), checked when "
+        "the tables are opened; null: Application Default Credentials (Workload Identity on "
+        "GKE, GOOGLE_APPLICATION_CREDENTIALS, gcloud). Unused by the emulator.",
+    )
     connect_timeout: float = Field(
         default=3.0,
         gt=0,

@@ -1,4 +1,5 @@
-"""A TCP relay the failover test puts in front of geth as a "primary endpoint" it can kill.
+"""A TCP relay the failover test puts in front of geth as a "primary endpoint" it can kill, and
+the Bigtable test puts in front of the emulator to see what the client's requests carry.
 
 Each accepted connection is piped both ways to the target by two threads. :meth:`TcpRelay.kill`
 closes the listening socket and every open connection at once, as a node that dies does: the
@@ -22,6 +23,8 @@ class TcpRelay:
         self.port: int = self._listener.getsockname()[1]
         self.connections = 0
         """Connections accepted so far."""
+        self.sent = bytearray()
+        """Every byte the clients sent to the target (what a request carried on the wire)."""
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._killed = False
@@ -64,12 +67,15 @@ class TcpRelay:
                     return
                 self.connections += 1
                 self._open.update((client, upstream))
-            threading.Thread(target=self._pipe, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
             threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket, record: bool = False) -> None:
         try:
             while chunk := source.recv(65536):
+                if record:
+                    with self._lock:
+                        self.sent += chunk
                 sink.sendall(chunk)
         except OSError:
             pass

@@ -185,3 +185,29 @@ def test_the_api_status_and_the_table_readiness() -> None:
     assert {c.type: c.reason for c in serving.conditions}["Ready"] == "InSync"
     without = table_status(["ev"], [], (), generation=4, previous=[], now="T")
     assert without.model_dump(mode="json", by_alias=True)["api"] is None  # cleared by a patch
+
+
+def test_a_secured_keyspaces_files_are_mounted_from_their_secrets(tmp_path: Path) -> None:
+    spec = _spec({
+        "backend": "cassandra",
+        "cassandra": {"hosts": ["cassandra.db"], "username": "reader",
+                      "password_file": "/var/run/secrets/cassandra/password",
+                      "tls": {"enabled": True, "ca_file": "/var/run/secrets/cassandra-ca/ca.crt"}},
+        "api": {"secret_mounts": [
+            {"secret": "cassandra-reader", "mount_path": "/var/run/secrets/cassandra"},
+            {"secret": "cassandra-ca", "mount_path": "/var/run/secrets/cassandra-ca"}]},
+    })  # fmt: skip
+    config, deployment, *_ = render_api(OWNER, spec)
+    settings = load_settings(LedgerSettings, config_file=_config(config, "ledger.yaml", tmp_path))
+    assert settings.database.cassandra.password_file == "/var/run/secrets/cassandra/password"
+    pod = deployment["spec"]["template"]["spec"]
+    assert {"name": "secret-0", "secret": {"secretName": "cassandra-reader",
+                                           "defaultMode": 0o440}} in pod["volumes"]  # fmt: skip
+    assert {"name": "secret-1", "mountPath": "/var/run/secrets/cassandra-ca", "readOnly": True} in (
+        pod["containers"][0]["volumeMounts"]
+    )
+    assert not any("valueFrom" in variable for variable in pod["containers"][0]["env"])
+    assert secret_references(spec) == [
+        ("cassandra-reader", "", "files at /var/run/secrets/cassandra"),
+        ("cassandra-ca", "", "files at /var/run/secrets/cassandra-ca"),
+    ]
