@@ -24,18 +24,23 @@ import yaml
 from chainloom.eventstore.api.config import EventsApiSettings
 from chainloom.eventstore.config import EventStoreSettings
 from chainloom.ledger.config import LedgerSettings
+from chainloom_operator._render import common
 from chainloom_operator._render.common import (
-    CONFIG_HASH_ANNOTATION,
+    CONFIG_DIR,
     OWNER_KIND_LABEL,
     Owner,
-    container_security,
+    chainloom_container,
+    config_mount,
+    config_volume,
     content_hash,
+    http_probe,
     labels,
     metadata,
-    placement,
-    pod_security,
+    pod_selector,
+    read_only_mount,
     resources,
-    telemetry_environment,
+    secret_volume,
+    service_environment,
 )
 from chainloom_operator._render.feed import (
     feed_parts,
@@ -49,8 +54,6 @@ from chainloom_operator.models import ApiSpec, ApiStatus, BackendTableSpec
 
 API = "api"
 """``app.kubernetes.io/component`` of the API's objects."""
-CONFIG_DIR = "/etc/chainloom"
-"""Where the API's ConfigMap is mounted."""
 CURSOR_DIR = "/var/run/chainloom/cursor"
 """Where the cursor key's Secret is mounted."""
 CURSOR_FILE = f"{CURSOR_DIR}/key"
@@ -74,9 +77,7 @@ def api_port(spec: BackendTableSpec) -> int:
 
 def selector(owner: Owner) -> dict[str, str]:
     """The labels that select the API's pods."""
-    pod_labels = labels(owner, API)
-    keys = ("app.kubernetes.io/instance", "app.kubernetes.io/component", OWNER_KIND_LABEL)
-    return {k: pod_labels[k] for k in keys}
+    return pod_selector(labels(owner, API), OWNER_KIND_LABEL)
 
 
 def selector_text(owner: Owner) -> str:
@@ -128,24 +129,17 @@ def _arguments(spec: BackendTableSpec, path: str) -> list[str]:
 def _environment(spec: BackendTableSpec, api: ApiSpec, path: str, owner: Owner,
                  otlp_endpoint: str | None) -> list[dict[str, Any]]:  # fmt: skip
     """The settings file's variable, the ``OTEL_*`` ones, then ``api.env`` (which wins)."""
-    service = "chainloom-events-api" if spec.backend == "bigtable" else "chainloom-ledger-api"
-    variable = "CHAINLOOM_EVENTSTORE_CONFIG" if spec.backend == "bigtable" else (
-        "CHAINLOOM_LEDGER_CONFIG")  # fmt: skip
-    env = [{"name": variable, "value": path}]
-    env += [v for v in telemetry_environment(otlp_endpoint, service, owner)
-            if v["name"] not in api.env]  # fmt: skip
-    env += [{"name": k, "value": v} for k, v in sorted(api.env.items())]
-    return env
+    if spec.backend == "bigtable":
+        settings, service = {"CHAINLOOM_EVENTSTORE_CONFIG": path}, "chainloom-events-api"
+    else:
+        settings, service = {"CHAINLOOM_LEDGER_CONFIG": path}, "chainloom-ledger-api"
+    return service_environment(settings, otlp_endpoint, service, owner, api.env)
 
 
 def config_map(owner: Owner, spec: BackendTableSpec) -> dict[str, Any]:
     name, document = settings_file(spec)
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(owner, api_name(owner), labels(owner, "api-config")),
-        "data": {name: yaml.safe_dump(document, sort_keys=False)},
-    }
+    return common.config_map(owner, api_name(owner), "api-config",
+                             {name: yaml.safe_dump(document, sort_keys=False)})  # fmt: skip
 
 
 def deployment(owner: Owner, spec: BackendTableSpec, config_hash: str,
@@ -155,63 +149,36 @@ def deployment(owner: Owner, spec: BackendTableSpec, config_hash: str,
     assert api is not None
     name, _ = settings_file(spec)
     path = f"{CONFIG_DIR}/{name}"
-    mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
-    volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": api_name(owner)}}]
+    mounts = [config_mount()]
+    volumes = [config_volume(api_name(owner))]
     if api.cursor_key is not None:
-        mounts.append({"name": "cursor-key", "mountPath": CURSOR_DIR, "readOnly": True})
-        volumes.append({"name": "cursor-key", "secret": {
-            "secretName": api.cursor_key.name, "defaultMode": 0o440,
-            "items": [{"key": api.cursor_key.key, "path": "key"}]}})  # fmt: skip
+        mounts.append(read_only_mount("cursor-key", CURSOR_DIR))
+        volumes.append(secret_volume("cursor-key", api.cursor_key.name,
+                                     [{"key": api.cursor_key.key, "path": "key"}]))  # fmt: skip
     for index, mount in enumerate(api.secret_mounts):
-        mounts.append({"name": f"secret-{index}", "mountPath": mount.mount_path, "readOnly": True})
-        volumes.append({"name": f"secret-{index}",
-                        "secret": {"secretName": mount.secret, "defaultMode": 0o440}})  # fmt: skip
-    container = {
-        "name": API,
-        "image": api.image,
-        "imagePullPolicy": api.image_pull_policy,
-        "command": ["chainloom"],
-        "args": _arguments(spec, path),
-        "env": _environment(spec, api, path, owner, otlp_endpoint),
-        "ports": [{"name": "http", "containerPort": api_port(spec), "protocol": "TCP"}],
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 10,
-                           "timeoutSeconds": READY_TIMEOUT, "failureThreshold": 3},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 20,
-                          "timeoutSeconds": 5},
-        "volumeMounts": mounts,
-        "securityContext": container_security(),
-        "resources": resources(api.resources.cpu, api.resources.memory),
-    }  # fmt: skip
-    pod_labels = labels(owner, API)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": metadata(owner, api_name(owner), pod_labels),
-        "spec": {
-            "replicas": api.replicas,
-            "selector": {"matchLabels": selector(owner)},
-            "template": {
-                "metadata": {
-                    "labels": dict(pod_labels),
-                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
-                },
-                "spec": with_feed(
-                    with_pod_credentials(
-                        {
-                            "automountServiceAccountToken": False,
-                            "securityContext": pod_security(),
-                            "containers": [container],
-                            "volumes": volumes,
-                            **placement(api.placement),
-                        },
-                        owner.name,
-                        spec.google,
-                    ),
-                    feed_parts(spec.feed, _feed_url_env(spec)),
-                ),
-            },
-        },
-    }
+        mounts.append(read_only_mount(f"secret-{index}", mount.mount_path))
+        volumes.append(secret_volume(f"secret-{index}", mount.secret))
+    container = chainloom_container(
+        API,
+        api.image,
+        _arguments(spec, path),
+        pull_policy=api.image_pull_policy,
+        env=_environment(spec, api, path, owner, otlp_endpoint),
+        mounts=mounts,
+        limits=resources(api.resources.cpu, api.resources.memory),
+        port=("http", api_port(spec)),
+        readiness=http_probe("/readyz", "http", period=10, timeout=READY_TIMEOUT, failures=3),
+        liveness=http_probe("/healthz", "http", period=20, timeout=5),
+    )
+    feed = feed_parts(spec.feed, _feed_url_env(spec))
+
+    def finish(pod: dict[str, Any]) -> dict[str, Any]:
+        return with_feed(with_pod_credentials(pod, owner.name, spec.google), feed)
+
+    return common.deployment(owner, api_name(owner), labels(owner, API), selector=selector(owner),
+                             replicas=api.replicas, container=container, volumes=volumes,
+                             config_hash=config_hash, where=api.placement,
+                             finish_pod=finish)  # fmt: skip
 
 
 def service(owner: Owner, spec: BackendTableSpec) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainloom_operator._render.common import read_only_mount
 from chainloom_operator._render.redis_access import (
     redis_secret_references,
     redis_settings,
@@ -50,7 +51,7 @@ def feed_parts(feed: FeedRedisRef | None, url_env: str) -> FeedParts:
     if feed is None:
         return FeedParts()
     volume = redis_volume(feed, VOLUME)
-    mount = {"name": VOLUME, "mountPath": FEED_DIR, "readOnly": True}
+    mount = read_only_mount(VOLUME, FEED_DIR)
     return FeedParts(
         settings=redis_settings(feed, FEED_DIR, feed.key_prefix),
         env=url_variable(feed, url_env),

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainloom.settings import BigtableSettings
-from chainloom_operator._render.common import Owner, labels, metadata
+from chainloom_operator._render.common import (
+    Owner,
+    labels,
+    metadata,
+    read_only_mount,
+    secret_volume,
+)
 from chainloom_operator.models import GoogleAccess
 
 WORKLOAD_IDENTITY_ANNOTATION = "iam.gke.io/gcp-service-account"
@@ -72,12 +78,11 @@ def pod_credentials(table: str, access: GoogleAccess | None) -> PodCredentials:
     path = key_file(access)
     if access.key is None or path is None:
         return PodCredentials(service_account=service_account_name(table, access))
-    volume = {"name": "google-key", "secret": {
-        "secretName": access.key.name, "defaultMode": 0o440,
-        "items": [{"key": access.key.key, "path": access.key.key}]}}  # fmt: skip
+    volume = secret_volume("google-key", access.key.name,
+                           [{"key": access.key.key, "path": access.key.key}])  # fmt: skip
     return PodCredentials(
         volumes=[volume],
-        mounts=[{"name": "google-key", "mountPath": KEY_DIR, "readOnly": True}],
+        mounts=[read_only_mount("google-key", KEY_DIR)],
         env=[{"name": CREDENTIALS_ENV, "value": path}],
     )
 

@@ -20,16 +20,16 @@ import yaml
 
 from chainloom.ledger.config import LedgerSettings
 from chainloom_operator._render.common import (
-    CONFIG_HASH_ANNOTATION,
+    CONFIG_DIR,
     Owner,
-    container_security,
-    content_hash,
-    labels,
-    metadata,
-    placement,
-    pod_security,
+    chainloom_container,
+    config_and_pods,
+    config_mount,
+    http_probe,
+    read_only_mount,
     resources,
-    telemetry_environment,
+    secret_volume,
+    service_environment,
 )
 from chainloom_operator._render.feed import feed_parts, with_feed, without_secret_url
 from chainloom_operator.errors import SpecError
@@ -37,7 +37,6 @@ from chainloom_operator.models import BackendTableSpec, IngestPipelineSpec, Ledg
 
 COMPONENT = "ledger-etl"
 """``app.kubernetes.io/component`` of the ETL's pods."""
-CONFIG_DIR = "/etc/chainloom"
 CONFIG_FILE = f"{CONFIG_DIR}/ledger.yaml"
 """The ETL's settings file inside its pods."""
 FEED_URL_ENV = "CHAINLOOM_FEED__REDIS__URL"
@@ -83,66 +82,41 @@ def follow_children(
     (``OTEL_*``, before ``ledger.env``, which wins)."""
     follow = spec.ledger
     assert follow is not None
-    name = follow_name(owner)
-    config = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(owner, name, labels(owner, f"{COMPONENT}-config")),
-        "data": {"ledger.yaml": yaml.safe_dump(follow_settings(sink), sort_keys=False)},
-    }
-    env = [{"name": "CHAINLOOM_LEDGER_CONFIG", "value": CONFIG_FILE}]
-    env += [v for v in telemetry_environment(otlp_endpoint, "chainloom-ledger-etl", owner)
-            if v["name"] not in follow.env]  # fmt: skip
-    env += [{"name": k, "value": v} for k, v in sorted(follow.env.items())]
-    mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
-    volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": name}}]
+    env = service_environment(
+        {"CHAINLOOM_LEDGER_CONFIG": CONFIG_FILE},
+        otlp_endpoint,
+        "chainloom-ledger-etl",
+        owner,
+        follow.env,
+    )
+    mounts = [config_mount()]
+    secrets = []
     for index, mount in enumerate(follow.secret_mounts):
-        mounts.append({"name": f"secret-{index}", "mountPath": mount.mount_path, "readOnly": True})
-        volumes.append({"name": f"secret-{index}",
-                        "secret": {"secretName": mount.secret, "defaultMode": 0o440}})  # fmt: skip
-    container = {
-        "name": COMPONENT,
-        "image": follow.image,
-        "imagePullPolicy": follow.image_pull_policy,
-        "command": ["chainloom"],
-        "args": follow_arguments(follow),
-        "env": env,
-        "ports": [{"name": "probes", "containerPort": PROBES_PORT, "protocol": "TCP"}],
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "probes"}, "periodSeconds": 10},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "probes"}, "periodSeconds": 20},
-        "volumeMounts": mounts,
-        "securityContext": container_security(),
-        "resources": resources(follow.resources.cpu, follow.resources.memory),
-    }
-    pod_labels = labels(owner, COMPONENT)
-    selector = {
-        k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")
-    }
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": metadata(owner, name, pod_labels),
-        "spec": {
-            "replicas": 0 if spec.suspend else follow.replicas,
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": selector},
-            "template": {
-                "metadata": {
-                    "labels": dict(pod_labels),
-                    "annotations": {CONFIG_HASH_ANNOTATION: content_hash(config["data"])},
-                },
-                "spec": with_feed(
-                    {
-                        "automountServiceAccountToken": False,
-                        "terminationGracePeriodSeconds": 30,
-                        "securityContext": pod_security(),
-                        "containers": [container],
-                        "volumes": volumes,
-                        **placement(follow.placement),
-                    },
-                    feed_parts(sink.feed, FEED_URL_ENV),
-                ),
-            },
-        },
-    }
-    return [config, deployment]
+        mounts.append(read_only_mount(f"secret-{index}", mount.mount_path))
+        secrets.append(secret_volume(f"secret-{index}", mount.secret))
+    container = chainloom_container(
+        COMPONENT,
+        follow.image,
+        follow_arguments(follow),
+        pull_policy=follow.image_pull_policy,
+        env=env,
+        mounts=mounts,
+        limits=resources(follow.resources.cpu, follow.resources.memory),
+        port=("probes", PROBES_PORT),
+        readiness=http_probe("/readyz", "probes", period=10),
+        liveness=http_probe("/healthz", "probes", period=20),
+    )
+    document = yaml.safe_dump(follow_settings(sink), sort_keys=False)
+    return config_and_pods(
+        owner,
+        follow_name(owner),
+        COMPONENT,
+        {"ledger.yaml": document},
+        container,
+        replicas=0 if spec.suspend else follow.replicas,
+        where=follow.placement,
+        more_volumes=secrets,
+        strategy="Recreate",
+        grace_seconds=30,
+        finish_pod=lambda pod: with_feed(pod, feed_parts(sink.feed, FEED_URL_ENV)),
+    )

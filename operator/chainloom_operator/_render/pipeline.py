@@ -29,15 +29,16 @@ import yaml
 
 from chainloom.indexer.config import IndexerSettings
 from chainloom_operator._render.common import (
-    CONFIG_HASH_ANNOTATION,
+    CONFIG_DIR,
     Owner,
-    container_security,
-    content_hash,
+    chainloom_container,
+    config_and_pods,
+    config_mount,
+    http_probe,
     labels,
     metadata,
-    placement,
-    pod_security,
     resources,
+    service_environment,
     telemetry_environment,
 )
 from chainloom_operator._render.feed import feed_parts, with_feed, without_secret_url
@@ -56,7 +57,7 @@ from chainloom_spark.settings import SparkJobSettings
 SCHEDULED_KIND = "ScheduledSparkApplication"
 """The spark-operator's kind for cron runs."""
 INDEXER = "indexer"
-INDEXER_CONFIG_FILE = "/etc/chainloom/indexer.yaml"
+INDEXER_CONFIG_FILE = f"{CONFIG_DIR}/indexer.yaml"
 """The indexer's settings file inside its pods."""
 INDEXER_FEED_URL_ENV = "CHAINLOOM_FEED_REDIS__URL"
 """The variable of the feed's URL (``feed_redis.url``) when it is in a Secret."""
@@ -204,69 +205,42 @@ def indexer_children(
     assert streaming is not None
     _check_sink("streaming", sink)
     settings = indexer_settings(streaming, sink)
+    env = service_environment(
+        {"CHAINLOOM_INDEXER_CONFIG": INDEXER_CONFIG_FILE},
+        otlp_endpoint,
+        "chainloom-indexer",
+        owner,
+        streaming.env,
+    )
+    container = chainloom_container(
+        "indexer",
+        streaming.image,
+        ["indexer", "run", "--config", INDEXER_CONFIG_FILE],
+        pull_policy=None,
+        env=env,
+        mounts=[config_mount()],
+        limits=resources(streaming.resources.cpu, streaming.resources.memory),
+        port=("probes", INDEXER_PORT),
+        readiness=http_probe("/readyz", "probes"),
+        liveness=http_probe("/healthz", "probes", period=20),
+    )
     document = without_secret_url(settings.model_dump(mode="json"), sink.feed, "feed_redis")
-    name = f"{owner.name}-indexer"
-    config = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(owner, name, labels(owner, "indexer-config")),
-        "data": {"indexer.yaml": yaml.safe_dump(document, sort_keys=False)},
-    }
-    pod_labels = labels(owner, INDEXER)
-    selector = {
-        k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")
-    }
-    env = [{"name": "CHAINLOOM_INDEXER_CONFIG", "value": INDEXER_CONFIG_FILE}]
-    env += [
-        variable
-        for variable in telemetry_environment(otlp_endpoint, "chainloom-indexer", owner)
-        if variable["name"] not in streaming.env
-    ]
-    env += [{"name": k, "value": v} for k, v in sorted(streaming.env.items())]
-    container = {
-        "name": "indexer",
-        "image": streaming.image,
-        "command": ["chainloom"],
-        "args": ["indexer", "run", "--config", INDEXER_CONFIG_FILE],
-        "env": env,
-        "ports": [{"name": "probes", "containerPort": INDEXER_PORT, "protocol": "TCP"}],
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "probes"}},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "probes"}, "periodSeconds": 20},
-        "volumeMounts": [{"name": "config", "mountPath": "/etc/chainloom", "readOnly": True}],
-        "securityContext": container_security(),
-        "resources": resources(streaming.resources.cpu, streaming.resources.memory),
-    }
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": metadata(owner, name, pod_labels),
-        "spec": {
-            "replicas": 0 if spec.suspend else streaming.replicas,
-            "selector": {"matchLabels": selector},
-            "template": {
-                "metadata": {
-                    "labels": dict(pod_labels),
-                    "annotations": {CONFIG_HASH_ANNOTATION: content_hash(config["data"])},
-                },
-                "spec": with_feed(
-                    with_pod_credentials(
-                        {
-                            "automountServiceAccountToken": False,
-                            "terminationGracePeriodSeconds": int(streaming.drain_timeout) + 10,
-                            "securityContext": pod_security(),
-                            "containers": [container],
-                            "volumes": [{"name": "config", "configMap": {"name": name}}],
-                            **placement(streaming.placement),
-                        },
-                        spec.sink,
-                        sink.google,
-                    ),
-                    feed_parts(sink.feed, INDEXER_FEED_URL_ENV),
-                ),
-            },
-        },
-    }
-    return [config, deployment]
+    feed = feed_parts(sink.feed, INDEXER_FEED_URL_ENV)
+
+    def finish(pod: dict[str, Any]) -> dict[str, Any]:
+        return with_feed(with_pod_credentials(pod, spec.sink, sink.google), feed)
+
+    return config_and_pods(
+        owner,
+        f"{owner.name}-indexer",
+        INDEXER,
+        {"indexer.yaml": yaml.safe_dump(document, sort_keys=False)},
+        container,
+        replicas=0 if spec.suspend else streaming.replicas,
+        where=streaming.placement,
+        grace_seconds=int(streaming.drain_timeout) + 10,
+        finish_pod=finish,
+    )
 
 
 def render_pipeline(

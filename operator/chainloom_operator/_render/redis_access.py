@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chainloom_operator._render.common import SECRET_FILE_MODE
 from chainloom_operator.models import RedisAccess
 
 
@@ -67,7 +68,7 @@ def redis_volume(ref: RedisAccess, name: str) -> dict[str, Any] | None:
         sources.append({"secret": {"name": ref.tls.client_secret, "items": items}})
     if not sources:
         return None
-    return {"name": name, "projected": {"sources": sources, "defaultMode": 0o440}}
+    return {"name": name, "projected": {"sources": sources, "defaultMode": SECRET_FILE_MODE}}
 
 
 def redis_secret_references(ref: RedisAccess, what: str) -> list[tuple[str, str, str]]:

@@ -21,17 +21,22 @@ import yaml
 from chainloom.relayer.config import RelayerSettings
 from chainloom.settings.parts import REVEAL_SECRETS
 from chainloom.wormhole import chain_name
+from chainloom_operator._render import common
 from chainloom_operator._render.common import (
-    CONFIG_HASH_ANNOTATION,
+    CONFIG_DIR,
     Owner,
-    container_security,
+    chainloom_container,
+    config_mount,
+    config_volume,
     content_hash,
+    http_probe,
     labels,
     metadata,
-    placement,
-    pod_security,
+    pod_selector,
+    read_only_mount,
     resources,
-    telemetry_environment,
+    secret_volume,
+    service_environment,
 )
 from chainloom_operator._render.redis_access import (
     redis_secret_references,
@@ -39,10 +44,8 @@ from chainloom_operator._render.redis_access import (
     redis_volume,
     url_variable,
 )
-from chainloom_operator.models import ChainSpec, Placement, RelayerPoolSpec, WalletSpec
+from chainloom_operator.models import ChainSpec, RelayerPoolSpec, WalletSpec
 
-CONFIG_DIR = "/etc/chainloom"
-"""Where the ConfigMap is mounted."""
 CONFIG_FILE = f"{CONFIG_DIR}/relayer.yaml"
 """The relayer's settings file inside the pods."""
 WALLET_DIR = "/var/run/chainloom/wallet"
@@ -113,88 +116,29 @@ def config_map(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
     # The URL is plain here (the spec refuses one with a password); revealing it only stops
     # the model masking it.
     dumped = settings.model_dump(mode="json", exclude=exclude, context={REVEAL_SECRETS: True})
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(owner, config_map_name(owner), labels(owner, CONFIG)),
-        "data": {
-            "relayer.yaml": yaml.safe_dump(dumped, sort_keys=False),
-            "chains.yaml": yaml.safe_dump(chains_document(spec), sort_keys=False),
-        },
-    }
+    return common.config_map(owner, config_map_name(owner), CONFIG, {
+        "relayer.yaml": yaml.safe_dump(dumped, sort_keys=False),
+        "chains.yaml": yaml.safe_dump(chains_document(spec), sort_keys=False),
+    })  # fmt: skip
 
 
-def _environment(spec: RelayerPoolSpec, telemetry: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    env: list[dict[str, Any]] = [{"name": "CHAINLOOM_RELAYER_CONFIG", "value": CONFIG_FILE}]
-    env += telemetry
-    env += url_variable(spec.redis, "CHAINLOOM_REDIS__URL")
-    return env
-
-
-def _config_volume(owner: Owner) -> dict[str, Any]:
-    return {"name": "config", "configMap": {"name": config_map_name(owner)}}
-
-
-def _config_mount() -> dict[str, Any]:
-    return {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}
+def _environment(spec: RelayerPoolSpec, otlp_endpoint: str | None, service_name: str,
+                 owner: Owner) -> list[dict[str, Any]]:  # fmt: skip
+    settings = {"CHAINLOOM_RELAYER_CONFIG": CONFIG_FILE}
+    env = service_environment(settings, otlp_endpoint, service_name, owner, {})
+    return env + url_variable(spec.redis, "CHAINLOOM_REDIS__URL")
 
 
 def _volumes_and_mounts(
     owner: Owner, spec: RelayerPoolSpec
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The ConfigMap, and the Redis Secrets when the pool has any."""
-    volumes, mounts = [_config_volume(owner)], [_config_mount()]
+    volumes, mounts = [config_volume(config_map_name(owner))], [config_mount()]
     redis = redis_volume(spec.redis, "redis")
     if redis is not None:
         volumes.append(redis)
-        mounts.append({"name": "redis", "mountPath": REDIS_DIR, "readOnly": True})
+        mounts.append(read_only_mount("redis", REDIS_DIR))
     return volumes, mounts
-
-
-def _deployment(
-    owner: Owner,
-    name: str,
-    *,
-    pod_labels: dict[str, str],
-    selector: dict[str, str],
-    replicas: int,
-    container: dict[str, Any],
-    volumes: list[dict[str, Any]],
-    config_hash: str,
-    where: Placement,
-    strategy: dict[str, Any] | None = None,
-    min_ready_seconds: int = 0,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "replicas": replicas,
-        "minReadySeconds": min_ready_seconds,
-        "selector": {"matchLabels": selector},
-        "template": {
-            "metadata": {
-                "labels": dict(pod_labels),
-                "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
-            },
-            "spec": {
-                "automountServiceAccountToken": False,
-                "securityContext": pod_security(),
-                "containers": [container],
-                "volumes": volumes,
-                **placement(where),
-            },
-        },
-    }
-    if strategy is not None:
-        spec["strategy"] = strategy
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": metadata(owner, name, pod_labels),
-        "spec": spec,
-    }
-
-
-def _listener_selector(pod_labels: dict[str, str]) -> dict[str, str]:
-    return {k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")}
 
 
 def listener_deployment(
@@ -202,34 +146,26 @@ def listener_deployment(
 ) -> dict[str, Any]:
     """The listener; with ``otlp_endpoint`` its pods export to it (``OTEL_*``)."""
     rest = spec.listener.rest
-    telemetry = telemetry_environment(otlp_endpoint, "chainloom-relayer-listener", owner)
     pod_labels = labels(owner, LISTENER)
     volumes, mounts = _volumes_and_mounts(owner, spec)
-    container: dict[str, Any] = {
-        "name": "listener",
-        "image": spec.image,
-        "imagePullPolicy": spec.image_pull_policy,
-        "command": ["chainloom"],
-        "args": ["relayer", "listen", "--config", CONFIG_FILE],
-        "env": _environment(spec, telemetry),
-        "volumeMounts": mounts,
-        "securityContext": container_security(),
-        "resources": resources(spec.listener.resources.cpu, spec.listener.resources.memory),
-    }
+    served: dict[str, Any] = {}
     if rest.enabled:
-        container["ports"] = [{"name": "http", "containerPort": rest.port, "protocol": "TCP"}]
-        container["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": "http"}}
-        container["livenessProbe"] = {
-            "httpGet": {"path": "/healthz", "port": "http"},
-            "periodSeconds": 20,
-        }
-    selector = {
-        k: pod_labels[k] for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")
-    }
-    return _deployment(owner, listener_name(owner), pod_labels=pod_labels, selector=selector,
-                       replicas=spec.listener.replicas, container=container,
-                       volumes=volumes, config_hash=config_hash,
-                       where=spec.placement)  # fmt: skip
+        served = {"port": ("http", rest.port), "readiness": http_probe("/readyz", "http"),
+                  "liveness": http_probe("/healthz", "http", period=20)}  # fmt: skip
+    container = chainloom_container(
+        "listener",
+        spec.image,
+        ["relayer", "listen", "--config", CONFIG_FILE],
+        pull_policy=spec.image_pull_policy,
+        env=_environment(spec, otlp_endpoint, "chainloom-relayer-listener", owner),
+        mounts=mounts,
+        limits=resources(spec.listener.resources.cpu, spec.listener.resources.memory),
+        **served,
+    )
+    return common.deployment(owner, listener_name(owner), pod_labels,
+                             selector=pod_selector(pod_labels), replicas=spec.listener.replicas,
+                             container=container, volumes=volumes, config_hash=config_hash,
+                             where=spec.placement, min_ready_seconds=0)  # fmt: skip
 
 
 def listener_service(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
@@ -240,7 +176,7 @@ def listener_service(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
         "metadata": metadata(owner, listener_name(owner), pod_labels),
         "spec": {
             "type": "ClusterIP",
-            "selector": _listener_selector(pod_labels),
+            "selector": pod_selector(pod_labels),
             "ports": [{"name": "http", "port": spec.listener.rest.port, "targetPort": "http",
                        "protocol": "TCP"}],
         },
@@ -258,44 +194,30 @@ def worker_deployment(
     *, otlp_endpoint: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One wallet's worker; with ``otlp_endpoint`` its pod exports to it (``OTEL_*``)."""
-    telemetry = telemetry_environment(otlp_endpoint, "chainloom-relayer-worker", owner)
     pod_labels = labels(
         owner,
         WORKER,
         **{"chainloom.io/chain": str(chain.chain), "chainloom.io/wallet": wallet.name},
     )
     volumes, mounts = _volumes_and_mounts(owner, spec)
-    container = {
-        "name": "worker",
-        "image": spec.image,
-        "imagePullPolicy": spec.image_pull_policy,
-        "command": ["chainloom"],
-        "args": ["relayer", "work", "--chain", str(chain.chain), "--wallet-file", WALLET_FILE,
-                 "--config", CONFIG_FILE],
-        "env": _environment(spec, telemetry),
-        "volumeMounts": [*mounts,
-                         {"name": "wallet", "mountPath": WALLET_DIR, "readOnly": True}],
-        "securityContext": container_security(),
-        "resources": resources(spec.worker_resources.cpu, spec.worker_resources.memory),
-    }  # fmt: skip
-    wallet_volume = {
-        "name": "wallet",
-        "secret": {
-            "secretName": wallet.secret_ref.name,
-            "items": [{"key": wallet.secret_ref.key, "path": "key"}],
-            "defaultMode": 0o440,
-        },
-    }
-    selector = {
-        k: pod_labels[k]
-        for k in ("app.kubernetes.io/instance", "app.kubernetes.io/component",
-                  "chainloom.io/chain", "chainloom.io/wallet")
-    }  # fmt: skip
-    return _deployment(owner, worker_name(owner, chain.chain, wallet), pod_labels=pod_labels,
-                       selector=selector, replicas=1, container=container,
-                       volumes=[*volumes, wallet_volume], config_hash=config_hash,
-                       where=spec.placement, strategy={"type": "Recreate"},
-                       min_ready_seconds=WORKER_MIN_READY_SECONDS)  # fmt: skip
+    container = chainloom_container(
+        "worker",
+        spec.image,
+        ["relayer", "work", "--chain", str(chain.chain), "--wallet-file", WALLET_FILE,
+         "--config", CONFIG_FILE],
+        pull_policy=spec.image_pull_policy,
+        env=_environment(spec, otlp_endpoint, "chainloom-relayer-worker", owner),
+        mounts=[*mounts, read_only_mount("wallet", WALLET_DIR)],
+        limits=resources(spec.worker_resources.cpu, spec.worker_resources.memory),
+    )  # fmt: skip
+    wallet_volume = secret_volume("wallet", wallet.secret_ref.name,
+                                  [{"key": wallet.secret_ref.key, "path": "key"}])  # fmt: skip
+    selector = pod_selector(pod_labels, "chainloom.io/chain", "chainloom.io/wallet")
+    return common.deployment(owner, worker_name(owner, chain.chain, wallet), pod_labels,
+                             selector=selector, replicas=1, container=container,
+                             volumes=[*volumes, wallet_volume], config_hash=config_hash,
+                             where=spec.placement, strategy="Recreate",
+                             min_ready_seconds=WORKER_MIN_READY_SECONDS)  # fmt: skip
 
 
 def network_policy(owner: Owner, spec: RelayerPoolSpec) -> dict[str, Any]:
