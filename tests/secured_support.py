@@ -6,7 +6,10 @@ fixtures (``secured_redis``, ``secured_cassandra`` in ``tests/conftest.py``) sta
 own components (``chainloom-dev stack up --only redis`` / ``cassandra-secured``) with
 ``CHAINLOOM_RUN`` set to a temporary directory, and take them down afterwards. The installed
 Cassandra jars are shared through the cache. :func:`tcp_forward` lets a client reach a server
-under an address its certificate does not name (127.0.0.2), for the host-name check.
+under an address its certificate does not name (127.0.0.2), for the host-name check. The tests
+of both stores run the CLI the same way (:func:`run_chainloom`), expect the same one-line
+refusals (:func:`assert_one_line_refusal`) and look for the password in everything the
+commands and the server printed (:func:`assert_password_never_shown`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +52,47 @@ class PrivateStack:
     def log(self, component: str) -> Path:
         """The component's log file."""
         return Path(self.state[component]["log"])
+
+    def password(self, component: str) -> str:
+        """The password in the component's recorded ``password_file``."""
+        return Path(self.extra(component)["password_file"]).read_text().strip()
+
+
+def run_chainloom(
+    args: Sequence[str], environment: dict[str, str], *, replacing: str, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``python -m chainloom ARGS`` with this process's variables starting with ``replacing``
+    swapped for ``environment`` (none of the shared stack's settings leak in)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(replacing)}
+    env.update(environment)
+    return subprocess.run(
+        [sys.executable, "-m", "chainloom", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def assert_one_line_refusal(
+    result: subprocess.CompletedProcess[str], store: str, cause: str
+) -> str:
+    """``result`` exited 2 with one line, no traceback: ``store`` refused the connection for
+    ``cause``. Returns the line."""
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # one line, no traceback
+    assert lines[0].startswith(f"error: {store} at "), lines[0]
+    assert "refused the connection" in lines[0]
+    assert cause in lines[0], lines[0]
+    return lines[0]
+
+
+def assert_password_never_shown(stack: PrivateStack, component: str, outputs: list[str]) -> None:
+    """The component's password is in none of ``outputs`` and not in the server's own log."""
+    shown = "\n".join([*outputs, stack.log(component).read_text()])
+    assert stack.password(component) not in shown
 
 
 def _stack(run_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,14 @@ from chainloom.ledger.cassandra_session import connect
 from chainloom.settings import CassandraSettings
 from chainloom.settings.parts import CassandraTlsSettings
 from chainloom_dev.cli.ledger import ledger as dev_ledger
-from tests.secured_support import PrivateStack, make_other_ca, tcp_forward
+from tests.secured_support import (
+    PrivateStack,
+    assert_one_line_refusal,
+    assert_password_never_shown,
+    make_other_ca,
+    run_chainloom,
+    tcp_forward,
+)
 
 FIRST = 38129
 LEDGERS = 4
@@ -48,31 +55,19 @@ def _environment(stack: PrivateStack, keyspace: str, **overrides: str | None) ->
 def _ledger(
     stack: PrivateStack, keyspace: str, *args: str, **overrides: str | None
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_DATABASE__")}
-    env.update(_environment(stack, keyspace, **overrides))
-    return subprocess.run(
-        [sys.executable, "-m", "chainloom", "ledger", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    environment = _environment(stack, keyspace, **overrides)
+    return run_chainloom(
+        ["ledger", *args], environment, replacing="CHAINLOOM_DATABASE__", timeout=300
     )
 
 
 def _one_line_refusal(result: subprocess.CompletedProcess[str], cause: str) -> str:
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr  # one line, no traceback
-    assert lines[0].startswith("error: Cassandra at "), lines[0]
-    assert "refused the connection" in lines[0]
-    assert cause in lines[0], lines[0]
-    return lines[0]
+    return assert_one_line_refusal(result, "Cassandra", cause)
 
 
 @pytest.fixture(scope="module")
 def password(secured_cassandra: PrivateStack) -> str:
-    return Path(secured_cassandra.extra("cassandra-secured")["password_file"]).read_text().strip()
+    return secured_cassandra.password("cassandra-secured")
 
 
 @pytest.fixture(scope="module")
@@ -223,8 +218,7 @@ def test_a_host_the_certificate_does_not_name_is_refused(
 
 
 def test_the_password_is_in_no_output_or_log(
-    secured_cassandra: PrivateStack, outputs: list[str], password: str
+    secured_cassandra: PrivateStack, outputs: list[str]
 ) -> None:
     assert len(outputs) >= 10  # every command of this module ran first
-    log = secured_cassandra.log("cassandra-secured").read_text()
-    assert password not in "\n".join([*outputs, log])
+    assert_password_never_shown(secured_cassandra, "cassandra-secured", outputs)

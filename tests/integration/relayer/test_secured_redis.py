@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,14 @@ from chainloom.relayer.model import Table
 from chainloom.relayer.service import open_tables
 from chainloom.settings import load_settings
 from tests.integration.relayer.relay_support import requests
-from tests.secured_support import PrivateStack, make_other_ca, tcp_forward
+from tests.secured_support import (
+    PrivateStack,
+    assert_one_line_refusal,
+    assert_password_never_shown,
+    make_other_ca,
+    run_chainloom,
+    tcp_forward,
+)
 
 
 def _environment(stack: PrivateStack, **overrides: str | None) -> dict[str, str]:
@@ -39,31 +45,18 @@ def _queues(
     stack: PrivateStack, *command: str, **overrides: str | None
 ) -> subprocess.CompletedProcess[str]:
     """``chainloom relayer queues --json`` (or ``relayer COMMAND``) against the TLS port."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINLOOM_REDIS__")}
-    env.update(_environment(stack, **overrides))
-    return subprocess.run(
-        [sys.executable, "-m", "chainloom", "relayer", *(command or ("queues", "--json"))],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    arguments = ["relayer", *(command or ("queues", "--json"))]
+    environment = _environment(stack, **overrides)
+    return run_chainloom(arguments, environment, replacing="CHAINLOOM_REDIS__", timeout=120)
 
 
 def _one_line_refusal(result: subprocess.CompletedProcess[str], cause: str) -> str:
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr  # one line, no traceback
-    assert lines[0].startswith("error: Redis at "), lines[0]
-    assert "refused the connection" in lines[0]
-    assert cause in lines[0], lines[0]
-    return lines[0]
+    return assert_one_line_refusal(result, "Redis", cause)
 
 
 @pytest.fixture(scope="module")
 def password(secured_redis: PrivateStack) -> str:
-    return Path(secured_redis.extra("redis")["password_file"]).read_text().strip()
+    return secured_redis.password("redis")
 
 
 def test_the_tables_work_over_tls_as_the_acl_user(
@@ -181,9 +174,7 @@ def test_an_unreadable_password_file_names_the_setting(secured_redis: PrivateSta
     )
 
 
-def test_the_password_is_in_no_output_or_log(
-    secured_redis: PrivateStack, password: str, tmp_path: Path
-) -> None:
+def test_the_password_is_in_no_output_or_log(secured_redis: PrivateStack, tmp_path: Path) -> None:
     outputs: list[str] = []
     for overrides in ({}, {"TLS__CA_FILE": str(make_other_ca(tmp_path / "o"))}):
         result = _queues(secured_redis, **overrides)
@@ -199,6 +190,5 @@ def test_the_password_is_in_no_output_or_log(
     )
     assert shown.returncode == 0, shown.stderr
     assert "password_file" in shown.stdout
-    outputs += [shown.stdout, shown.stderr, secured_redis.log("redis").read_text()]
-    everything: Any = "\n".join(outputs)
-    assert password not in everything
+    outputs += [shown.stdout, shown.stderr]
+    assert_password_never_shown(secured_redis, "redis", outputs)
