@@ -1,5 +1,6 @@
 """Helpers for the ledger API's method tests: a generated history served over SQLite or
-Cassandra, and the model of its newest ledger that answers are checked against.
+Cassandra, and the model of its newest ledger that answers are checked against; and for the
+tests of ``ledger follow``, the check that a followed history equals a clean load of its dump.
 
 The model is the newest ledger's objects decoded by xrpl-py's own codec
 (``binarycodec.decode``), never by the API's code: trust lines from the RippleStates, owned
@@ -18,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from click.testing import CliRunner
 from xrpl.clients import JsonRpcClient
 from xrpl.core import binarycodec
 from xrpl.models.response import Response
 
+from chainloom.cli.ledger import ledger
 from chainloom.ledger.api.server import ServerThread
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.config import DatabaseSettings, SqliteSettings
@@ -154,18 +157,63 @@ class Served:
         return str(response.result["error"])
 
 
-def state_at(backend: BackendInterface, sequence: int) -> State:
-    state = State({})
+def walk_state(backend: BackendInterface, sequence: int) -> dict[bytes, bytes]:
+    """Every object of ledger ``sequence``'s state, ``{key: blob}``, page by page in key order."""
+    found: dict[bytes, bytes] = {}
     cursor = None
     while True:
         page = backend.fetch_ledger_page(cursor, sequence, 2048)
-        for item in page.objects:
-            key = item.key.hex().upper()
-            state.blobs[key] = item.blob.hex().upper()
-            state.objects[key] = binarycodec.decode(state.blobs[key])
+        found.update((o.key, o.blob) for o in page.objects)
         if page.cursor is None:
-            return state
+            return found
         cursor = page.cursor
+
+
+def state_at(backend: BackendInterface, sequence: int) -> State:
+    state = State({})
+    for key_bytes, blob in walk_state(backend, sequence).items():
+        key = key_bytes.hex().upper()
+        state.blobs[key] = blob.hex().upper()
+        state.objects[key] = binarycodec.decode(state.blobs[key])
+    return state
+
+
+def assert_same_history(
+    followed: BackendInterface, clean: BackendInterface, first: int, last: int
+) -> None:
+    """Headers, diffs, transactions of ledgers ``first`` to ``last`` and the whole state at the
+    first, middle and last, read back through the read paths, equal in both backends."""
+    for sequence in range(first, last + 1):
+        assert followed.fetch_ledger_by_sequence(sequence) == clean.fetch_ledger_by_sequence(
+            sequence
+        ), sequence
+        assert sorted(followed.fetch_ledger_diff(sequence), key=lambda o: o.key) == sorted(
+            clean.fetch_ledger_diff(sequence), key=lambda o: o.key
+        ), sequence
+        hashes = sorted(followed.fetch_all_transaction_hashes_in_ledger(sequence))
+        assert hashes == sorted(clean.fetch_all_transaction_hashes_in_ledger(sequence)), sequence
+        assert followed.fetch_transactions(hashes) == clean.fetch_transactions(hashes), sequence
+    for sequence in (first, first + (last - first) // 2, last):
+        assert walk_state(followed, sequence) == walk_state(clean, sequence), sequence
+
+
+def assert_equals_clean_load(
+    followed: BackendInterface, dump: Path, directory: Path, first: int, last: int
+) -> None:
+    """``followed`` holds ledgers ``first`` to ``last``, the same history as ``chainloom ledger
+    load`` of ``dump`` makes in a fresh SQLite file in ``directory``."""
+    clean_db = directory / "clean.db"
+    arguments = ["load", str(dump), "--quiet", "--json", "--sqlite-path", str(clean_db)]
+    loaded = CliRunner().invoke(ledger, arguments, catch_exceptions=False)
+    assert loaded.exit_code == 0, loaded.output
+    clean = make_backend({"type": "sqlite", "sqlite": {"path": str(clean_db)}})
+    try:
+        found = followed.hard_fetch_ledger_range()
+        assert found is not None
+        assert (found.min_sequence, found.max_sequence) == (first, last)
+        assert_same_history(followed, clean, first, last)
+    finally:
+        clean.close()
 
 
 def serve_history(

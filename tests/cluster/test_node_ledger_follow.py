@@ -30,8 +30,7 @@ from tests.cluster.node_support import (
 )
 from tests.conftest import NodeCluster
 from tests.integration.ledger.test_cli import FIRST, run
-from tests.integration.ledger.test_follow import _same_history
-from tests.ledger_api_support import drop_keyspace
+from tests.ledger_api_support import assert_equals_clean_load, drop_keyspace
 from tests.operator_support import install_crds, kubectl, kubectl_json, start_operator
 
 LEDGERS = 40
@@ -61,7 +60,6 @@ def test_the_following_etl_survives_its_writer_pods_death(
     )  # fmt: skip
     operator = start_operator(config, namespace, tmp_path / "operator.log")
     reader: BackendInterface | None = None
-    clean: BackendInterface | None = None
     gateway = node_gateway(cluster)
     try:
         with (
@@ -147,13 +145,7 @@ def test_the_following_etl_survives_its_writer_pods_death(
             wait_explained(lambda: stored_max() == LAST, timeout=300,
                            what="the end of the dump", explain=explain)  # fmt: skip
 
-        clean_db = tmp_path / "clean.db"
-        run("load", str(dump), "--quiet", "--json", "--sqlite-path", str(clean_db))
-        clean = make_backend({"type": "sqlite", "sqlite": {"path": str(clean_db)}})
-        found = reader.hard_fetch_ledger_range()
-        assert found is not None
-        assert (found.min_sequence, found.max_sequence) == (FIRST, LAST)
-        _same_history(reader, clean)
+        assert_equals_clean_load(reader, dump, tmp_path, FIRST, LAST)
     finally:
         operator.stop()
         replay.send_signal(signal.SIGTERM)
@@ -163,7 +155,6 @@ def test_the_following_etl_survives_its_writer_pods_death(
             if replay.poll() is None:
                 replay.kill()
                 replay.wait()
-        for backend in (reader, clean):
-            if backend is not None:
-                backend.close()
+        if reader is not None:
+            reader.close()
         drop_keyspace(cassandra_address, keyspace)

@@ -26,6 +26,7 @@ from chainloom.ledger.xrpl.address import encode_account
 from chainloom.ledger.xrpl.parse import parse_metadata
 from chainloom_dev.cli.ledger import ledger as dev_ledger
 from chainloom_dev.net import free_port
+from tests.ledger_api_support import walk_state
 
 FIRST = 38129
 
@@ -159,17 +160,6 @@ def test_a_malformed_feed_url_exits_2_without_its_password(command: str, tmp_pat
 # Crash test
 
 
-def _walk(backend: BackendInterface, sequence: int) -> dict[bytes, bytes]:
-    found: dict[bytes, bytes] = {}
-    cursor = None
-    while True:
-        page = backend.fetch_ledger_page(cursor, sequence, 2048)
-        found.update((o.key, o.blob) for o in page.objects)
-        if page.cursor is None:
-            return found
-        cursor = page.cursor
-
-
 def _raw_rows_at(host: str, port: int, keyspace: str, sequence: int) -> int:
     """Rows already written for ``sequence`` (invisible to readers), straight from CQL."""
     from cassandra.cluster import Cluster
@@ -251,7 +241,7 @@ def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
             killed_at.append(committed)
             # Readers see exactly the committed ledgers: the state at the max is complete and
             # the ledger being written is not visible at all.
-            assert _walk(reader, committed) == state_at(dump, committed), f"seed {seed}"
+            assert walk_state(reader, committed) == state_at(dump, committed), f"seed {seed}"
             assert not reader.is_visible(committed + 1)
             assert reader.fetch_ledger_by_sequence(committed + 1) is None
             if _raw_rows_at(host, port, cassandra_keyspace, committed + 1):
@@ -264,7 +254,7 @@ def test_sigkill_mid_ledger_is_invisible_and_a_restart_completes_it(
         assert found is not None
         assert (found.min_sequence, found.max_sequence) == (FIRST, FIRST + ledgers)
         for sequence in (*[k + 1 for k in killed_at], FIRST + ledgers):
-            assert _walk(reader, sequence) == state_at(dump, sequence), f"seed {seed}"
+            assert walk_state(reader, sequence) == state_at(dump, sequence), f"seed {seed}"
             record = dump.read(sequence)
             assert record is not None
             diff = {o.key: o.blob for o in reader.fetch_ledger_diff(sequence)}
