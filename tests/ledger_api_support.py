@@ -1,6 +1,7 @@
 """Helpers for the ledger API's method tests: a generated history served over SQLite or
 Cassandra, and the model of its newest ledger that answers are checked against; and for the
-tests of ``ledger follow``, the check that a followed history equals a clean load of its dump.
+tests of ``ledger follow``, a generated live dump, its replay server (rippled's gRPC API) and
+the check that a followed history equals a clean load of the dump.
 
 The model is the newest ledger's objects decoded by xrpl-py's own codec
 (``binarycodec.decode``), never by the API's code: trust lines from the RippleStates, owned
@@ -9,6 +10,9 @@ objects from the fields that name their owner, NFTs from the NFTokenPages.
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -33,6 +37,7 @@ from chainloom.ledger.service import make_backend
 from chainloom.ledger.sources.dump import DumpWriter
 from chainloom.ledger.sources.file import FileLedgerSource
 from chainloom.settings import CassandraSettings
+from chainloom_dev.cli.ledger import ledger as dev_ledger
 from chainloom_dev.sim.ledger_generator import WorkloadGenerator, vectors_ledger
 
 FIRST = 38129
@@ -176,6 +181,40 @@ def state_at(backend: BackendInterface, sequence: int) -> State:
         state.blobs[key] = blob.hex().upper()
         state.objects[key] = binarycodec.decode(state.blobs[key])
     return state
+
+
+def generate_live_dump(vectors_dir: Path, path: Path, ledgers: int, seed: int) -> Path:
+    """``chainloom-dev ledger generate``: ledger ``FIRST``'s real state and ``ledgers`` generated
+    ledgers of 20 transactions each, as a dump file for the replay server."""
+    arguments = ["generate", "--from-state", str(FIRST), "--ledgers", str(ledgers),
+                 "--txs-per-ledger", "20", "--seed", str(seed), "--vectors", str(vectors_dir),
+                 "--out", str(path), "--json"]  # fmt: skip
+    generated = CliRunner().invoke(dev_ledger, arguments, catch_exceptions=False)
+    assert generated.exit_code == 0, generated.output
+    return path
+
+
+def start_replay(dump: Path, port: int, interval: float, stderr: int) -> subprocess.Popen[bytes]:
+    """The replay server of ``dump`` on 127.0.0.1:``port``, releasing a ledger every
+    ``interval`` seconds as a live network does (``stderr``: a subprocess target)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "chainloom_dev", "ledger", "replay", str(dump),
+         "--listen", f"127.0.0.1:{port}", "--interval", str(interval)],
+        stderr=stderr,
+    )  # fmt: skip
+
+
+def stop_replay(replay: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, a kill when it has not stopped within 30 s, and its stderr pipe closed."""
+    replay.send_signal(signal.SIGTERM)
+    try:
+        replay.wait(timeout=30)
+    finally:
+        if replay.poll() is None:
+            replay.kill()
+            replay.wait()
+        if replay.stderr:
+            replay.stderr.close()
 
 
 def assert_same_history(

@@ -10,9 +10,7 @@ Cassandra and the replay server through relays on the node's IP (``node_support`
 
 from __future__ import annotations
 
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
@@ -29,8 +27,14 @@ from tests.cluster.node_support import (
     wait_explained,
 )
 from tests.conftest import NodeCluster
-from tests.integration.ledger.test_cli import FIRST, run
-from tests.ledger_api_support import assert_equals_clean_load, drop_keyspace
+from tests.ledger_api_support import (
+    FIRST,
+    assert_equals_clean_load,
+    drop_keyspace,
+    generate_live_dump,
+    start_replay,
+    stop_replay,
+)
 from tests.operator_support import install_crds, kubectl, kubectl_json, start_operator
 
 LEDGERS = 40
@@ -46,18 +50,9 @@ def test_the_following_etl_survives_its_writer_pods_death(
     install_crds(config)
     keyspace = f"follow_{namespace.replace('-', '_')}"
     host, port = cassandra_address
-    dump = tmp_path / "live.jsonl"
-    run(
-        "generate", "--from-state", str(FIRST), "--ledgers", str(LEDGERS),
-        "--txs-per-ledger", "20", "--seed", "11", "--vectors", str(vectors_dir),
-        "--out", str(dump), "--json",
-    )  # fmt: skip
+    dump = generate_live_dump(vectors_dir, tmp_path / "live.jsonl", LEDGERS, seed=11)
     grpc_port = free_port()
-    replay = subprocess.Popen(
-        [sys.executable, "-m", "chainloom_dev", "ledger", "replay", str(dump),
-         "--listen", f"127.0.0.1:{grpc_port}", "--interval", "0.5"],
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    replay = start_replay(dump, grpc_port, 0.5, subprocess.DEVNULL)
     operator = start_operator(config, namespace, tmp_path / "operator.log")
     reader: BackendInterface | None = None
     gateway = node_gateway(cluster)
@@ -148,13 +143,7 @@ def test_the_following_etl_survives_its_writer_pods_death(
         assert_equals_clean_load(reader, dump, tmp_path, FIRST, LAST)
     finally:
         operator.stop()
-        replay.send_signal(signal.SIGTERM)
-        try:
-            replay.wait(timeout=30)
-        finally:
-            if replay.poll() is None:
-                replay.kill()
-                replay.wait()
+        stop_replay(replay)
         if reader is not None:
             reader.close()
         drop_keyspace(cassandra_address, keyspace)

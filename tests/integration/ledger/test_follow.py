@@ -20,8 +20,13 @@ import pytest
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.service import make_backend
 from chainloom_dev.net import free_port
-from tests.integration.ledger.test_cli import FIRST, run
-from tests.ledger_api_support import assert_equals_clean_load
+from tests.ledger_api_support import (
+    FIRST,
+    assert_equals_clean_load,
+    generate_live_dump,
+    start_replay,
+    stop_replay,
+)
 
 LEDGERS = 40
 LAST = FIRST + LEDGERS
@@ -62,19 +67,10 @@ def test_the_standby_takes_over_from_a_killed_writer_and_the_history_equals_a_cl
     cassandra_address: tuple[str, int],
     cassandra_keyspace: str,
 ) -> None:
-    dump = tmp_path / "live.jsonl"
-    run(
-        "generate", "--from-state", str(FIRST), "--ledgers", str(LEDGERS),
-        "--txs-per-ledger", "20", "--seed", "9", "--vectors", str(vectors_dir),
-        "--out", str(dump), "--json",
-    )  # fmt: skip
+    dump = generate_live_dump(vectors_dir, tmp_path / "live.jsonl", LEDGERS, seed=9)
     host, port = cassandra_address
     grpc_port = free_port()
-    replay = subprocess.Popen(
-        [sys.executable, "-m", "chainloom_dev", "ledger", "replay", str(dump),
-         "--listen", f"127.0.0.1:{grpc_port}", "--interval", "0.4"],
-        stderr=subprocess.PIPE,
-    )  # fmt: skip
+    replay = start_replay(dump, grpc_port, 0.4, subprocess.PIPE)
     command = [
         sys.executable, "-m", "chainloom.cli", "ledger", "follow",
         "--grpc", f"127.0.0.1:{grpc_port}", "--start", str(FIRST),
@@ -160,14 +156,6 @@ def test_the_standby_takes_over_from_a_killed_writer_and_the_history_equals_a_cl
                 process.wait()
         for out in files:
             out.close()
-        replay.send_signal(signal.SIGTERM)
-        try:
-            replay.wait(timeout=30)
-        finally:
-            if replay.poll() is None:
-                replay.kill()
-                replay.wait()
-            if replay.stderr:
-                replay.stderr.close()
+        stop_replay(replay)
         if reader is not None:
             reader.close()
