@@ -46,8 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 LAST = frozenset({"kubeconfig", "evm_rpc", "solcjs"})
 """Fixtures of the stack's slowest builds (the Kubernetes control plane, geth, solcjs). The
-integration tests that use one (or are marked ``last``) run after the other integration and
-unit tests, in their own order: ``scripts/test`` builds those parts beside those tiers, and
+integration tests that use one, and the tests marked ``last``, run after the other integration
+and unit tests, in their own order: ``scripts/test`` builds those parts beside those tiers, and
 these tests wait for them."""
 
 
@@ -62,10 +62,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _runs_last(item: pytest.Item) -> bool:
+    if item.get_closest_marker("last") is not None:
+        return True
     if item.get_closest_marker("integration") is None:
         return False
-    last = item.get_closest_marker("last") is not None
-    return last or not LAST.isdisjoint(getattr(item, "fixturenames", ()))
+    return not LAST.isdisjoint(getattr(item, "fixturenames", ()))
 
 
 # --------------------------------------------------------------------------------------------
