@@ -29,15 +29,22 @@ class CredentialsError(ChainloomError):
     """A password file or a TLS file named by the settings cannot be used (CLI exit 2)."""
 
 
-def read_password(path: str, setting: str) -> str:
-    """The password in ``path`` (one trailing newline dropped, as ``echo`` and editors add)."""
+def _read_bounded(path: str, setting: str, limit: int) -> bytes:
+    """The bytes of ``path``, refused (naming ``setting`` and the file) when unreadable or
+    longer than ``limit``."""
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(MAX_PASSWORD_BYTES + 1)
+            raw = handle.read(limit + 1)
     except OSError as error:
         raise CredentialsError(f"{setting} {path}: {error.strerror or error}") from None
-    if len(raw) > MAX_PASSWORD_BYTES:
-        raise CredentialsError(f"{setting} {path}: longer than {MAX_PASSWORD_BYTES} bytes")
+    if len(raw) > limit:
+        raise CredentialsError(f"{setting} {path}: longer than {limit} bytes")
+    return raw
+
+
+def read_password(path: str, setting: str) -> str:
+    """The password in ``path`` (one trailing newline dropped, as ``echo`` and editors add)."""
+    raw = _read_bounded(path, setting, MAX_PASSWORD_BYTES)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -52,13 +59,7 @@ def read_service_account_key(path: str, setting: str) -> dict[str, Any]:
     """The fields of the Google service-account key in ``path`` (a JSON object with
     ``"type": "service_account"`` and :data:`SERVICE_ACCOUNT_FIELDS`); the message of a bad
     file names it and what is wrong, never a value from it."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_KEY_BYTES + 1)
-    except OSError as error:
-        raise CredentialsError(f"{setting} {path}: {error.strerror or error}") from None
-    if len(raw) > MAX_KEY_BYTES:
-        raise CredentialsError(f"{setting} {path}: longer than {MAX_KEY_BYTES} bytes")
+    raw = _read_bounded(path, setting, MAX_KEY_BYTES)
     try:
         info = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):

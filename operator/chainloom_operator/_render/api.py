@@ -39,6 +39,7 @@ from chainloom_operator._render.common import (
     pod_selector,
     read_only_mount,
     resources,
+    secret_mount_pieces,
     secret_volume,
     service_environment,
 )
@@ -155,9 +156,9 @@ def deployment(owner: Owner, spec: BackendTableSpec, config_hash: str,
         mounts.append(read_only_mount("cursor-key", CURSOR_DIR))
         volumes.append(secret_volume("cursor-key", api.cursor_key.name,
                                      [{"key": api.cursor_key.key, "path": "key"}]))  # fmt: skip
-    for index, mount in enumerate(api.secret_mounts):
-        mounts.append(read_only_mount(f"secret-{index}", mount.mount_path))
-        volumes.append(secret_volume(f"secret-{index}", mount.secret))
+    secret_mounts, secret_volumes = secret_mount_pieces(api.secret_mounts)
+    mounts += secret_mounts
+    volumes += secret_volumes
     container = chainloom_container(
         API,
         api.image,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chainloom_operator.models import API_VERSION, Placement, PodPlacement
+from chainloom_operator.models import API_VERSION, Placement, PodPlacement, SecretMount
 
 MANAGED_BY = "chainloom-operator"
 """``app.kubernetes.io/managed-by`` of every child; also the server-side apply field manager."""
@@ -215,6 +215,15 @@ def secret_volume(
     if items is not None:
         source["items"] = items
     return {"name": volume, "secret": source}
+
+
+def secret_mount_pieces(
+    secret_mounts: tuple[SecretMount, ...],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The container mounts and pod volumes of a spec's ``secret_mounts`` (``secret-<i>``)."""
+    mounts = [read_only_mount(f"secret-{i}", m.mount_path) for i, m in enumerate(secret_mounts)]
+    volumes = [secret_volume(f"secret-{i}", m.secret) for i, m in enumerate(secret_mounts)]
+    return mounts, volumes
 
 
 def http_probe(

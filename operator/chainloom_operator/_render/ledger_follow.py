@@ -26,9 +26,8 @@ from chainloom_operator._render.common import (
     config_and_pods,
     config_mount,
     http_probe,
-    read_only_mount,
     resources,
-    secret_volume,
+    secret_mount_pieces,
     service_environment,
 )
 from chainloom_operator._render.feed import feed_parts, with_feed, without_secret_url
@@ -89,11 +88,8 @@ def follow_children(
         owner,
         follow.env,
     )
-    mounts = [config_mount()]
-    secrets = []
-    for index, mount in enumerate(follow.secret_mounts):
-        mounts.append(read_only_mount(f"secret-{index}", mount.mount_path))
-        secrets.append(secret_volume(f"secret-{index}", mount.secret))
+    secret_mounts, secrets = secret_mount_pieces(follow.secret_mounts)
+    mounts = [config_mount(), *secret_mounts]
     container = chainloom_container(
         COMPONENT,
         follow.image,
