@@ -71,7 +71,13 @@ def entry_type(blob: bytes) -> int:
 
 def account_root(ctx: Context, account: bytes, header: LedgerHeader) -> bytes:
     """The account's AccountRoot blob at ``header``; ``actNotFound`` without one."""
-    blob = read_object(ctx, keylets.account_root(account), header.sequence)
+    return root_at(ctx, keylets.account_root(account), header)
+
+
+def root_at(ctx: Context, key: bytes, header: LedgerHeader) -> bytes:
+    """The AccountRoot blob at ``key`` (its keylet, computed by the caller) at ``header``;
+    ``actNotFound`` without one."""
+    blob = read_object(ctx, key, header.sequence)
     if blob is None:
         raise RpcError("actNotFound")
     return blob
@@ -133,10 +139,7 @@ def account_info(ctx: Context, params: pm.AccountParams, api_version: int) -> JS
     """``account_info``: the AccountRoot, its flags by name, and the SignerList if asked."""
     header = resolve_ledger(ctx, params.ledger)
     key = keylets.account_root(params.account)
-    blob = read_object(ctx, key, header.sequence)
-    if blob is None:
-        raise RpcError("actNotFound")
-    shared, flags = _root_view(blob)
+    shared, flags = _root_view(root_at(ctx, key, header))
     data = dict(shared)
     data["index"] = shapes.hex_upper(key)
     result = ledger_result(header)
