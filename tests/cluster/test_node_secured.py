@@ -27,6 +27,7 @@ mounted at in the pods.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -35,7 +36,8 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -43,10 +45,15 @@ import pytest
 import redis
 import yaml
 
+from chainloom.eventstore import bigtable as store
+from chainloom.eventstore.config import EventStoreSettings
+from chainloom.eventstore.errors import TableMissingError
+from chainloom.eventstore.service import locate
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.service import make_backend
 from chainloom.relayer.model import Table
 from chainloom.relayer.tables import RelayTables
+from chainloom.settings import BigtableSettings
 from chainloom.wormhole import VAA
 from chainloom_dev.net import free_port
 from chainloom_dev.sim.sim_chains import RedisLedgerAdapter, SimChainRules
@@ -66,10 +73,11 @@ from tests.cluster.node_support import (
 from tests.cluster.spark_support import (
     INPUT_MOUNT,
     ensure_spark_operator,
+    exported_emulator,
     import_spark_image,
     label_namespace,
 )
-from tests.conftest import NodeCluster
+from tests.conftest import NodeCluster, StackForTests
 from tests.integration.relayer.relay_support import transfer_payload
 from tests.ledger_api_support import (
     FIRST,
@@ -137,23 +145,45 @@ def _redis_access(relayed: str) -> dict[str, Any]:
                     "check_hostname": False}}  # fmt: skip
 
 
-def _documents(namespace: str, cassandra: Any, redis_relay: str, rippled: str, spy: str,
-               spark_image: str, input_dir: Path) -> list[dict[str, Any]]:  # fmt: skip
-    """The two BackendTables, the two IngestPipelines and the RelayerPool."""
-    mounts = [{"secret": LOGIN, "mount_path": cassandra("ledger")["tls"]["ca_file"].rsplit(
-        "/", 1)[0]}]  # fmt: skip
-    creds_dir = mounts[0]["mount_path"]
-    ledger = {"backend": "cassandra", "deletion_policy": "Delete",
+@dataclass(frozen=True)
+class Placed:
+    """Where the resources' pods find what they use (addresses as pods dial them)."""
+
+    namespace: str
+    cassandra: Callable[[str], dict[str, Any]]
+    """The cassandra settings of a keyspace (through the relay, the login files)."""
+    creds_dir: str
+    """Where the login files are (on the host) and the Secret is mounted (in the pods)."""
+    redis_relay: str
+    emulator_relay: str
+    events_table: str
+    rippled: str
+    spy: str
+    spark_image: str
+    input_dir: Path
+
+
+def _documents(placed: Placed) -> list[dict[str, Any]]:
+    """The three BackendTables, the two IngestPipelines and the RelayerPool."""
+    namespace, cassandra, redis_relay = placed.namespace, placed.cassandra, placed.redis_relay
+    mounts = [{"secret": LOGIN, "mount_path": placed.creds_dir}]
+    creds_dir = placed.creds_dir
+    events = {"backend": "bigtable", "bigtable": {"table": placed.events_table},
+              "api": {"image": NODE_IMAGE, "image_pull_policy": "Never", "replicas": 1,
+                      "placement": {"node_selector": dict(ON_THE_NODE)},
+                      "env": {"BIGTABLE_EMULATOR_HOST": placed.emulator_relay}},
+              "feed": _redis_access(redis_relay)}  # fmt: skip
+    ledger = {"backend": "cassandra", "deletion_policy": "Retain",
               "cassandra": cassandra(f"follow_{namespace[2:]}"),
               "api": {"image": NODE_IMAGE, "image_pull_policy": "Never", "replicas": 1,
                       "placement": {"node_selector": dict(ON_THE_NODE)},
                       "secret_mounts": mounts},
               "feed": _redis_access(redis_relay)}  # fmt: skip
-    archive = {"backend": "cassandra", "deletion_policy": "Delete",
+    archive = {"backend": "cassandra", "deletion_policy": "Retain",
                "cassandra": cassandra(f"archive_{namespace[2:]}")}  # fmt: skip
     follow = {"mode": "streaming", "sink": "ledger",
-              "ledger": {"grpc": rippled, "start": FIRST, "replicas": 1, "poll_interval": 0.2,
-                         "image": NODE_IMAGE, "image_pull_policy": "Never",
+              "ledger": {"grpc": placed.rippled, "start": FIRST, "replicas": 1,
+                         "poll_interval": 0.2, "image": NODE_IMAGE, "image_pull_policy": "Never",
                          "secret_mounts": mounts,
                          "placement": {"node_selector": dict(ON_THE_NODE)}}}  # fmt: skip
     conf = {"spark.kubernetes.driver.request.cores": "250m",
@@ -161,16 +191,16 @@ def _documents(namespace: str, cassandra: Any, redis_relay: str, rippled: str, s
     for role in ("driver", "executor"):
         volume = f"spark.kubernetes.{role}.volumes.hostPath.input"
         conf |= {f"{volume}.mount.path": INPUT_MOUNT, f"{volume}.mount.readOnly": "true",
-                 f"{volume}.options.path": str(input_dir)}  # fmt: skip
+                 f"{volume}.options.path": str(placed.input_dir)}  # fmt: skip
     load = {"mode": "batch", "sink": "archive",
             "batch": {"job": "ledger-load", "input": f"{INPUT_MOUNT}/ledgers.jsonl",
                       "arguments": ["--batch", "2"],
                       "spark": {"shuffle_partitions": 2, "conf": conf},
                       "secrets": {"files": [{"name": LOGIN, "path": creds_dir}]},
-                      "resources": {"image": spark_image, "image_pull_policy": "Never",
+                      "resources": {"image": placed.spark_image, "image_pull_policy": "Never",
                                     "driver_memory": "768m", "executor_instances": 1,
                                     "executor_cores": 1, "executor_memory": "768m"}}}  # fmt: skip
-    pool = {"image": NODE_IMAGE, "image_pull_policy": "Never", "spy_address": spy,
+    pool = {"image": NODE_IMAGE, "image_pull_policy": "Never", "spy_address": placed.spy,
             "redis": _redis_access(redis_relay),
             "validation": {"guardian_sets": {"source": "devnet"}, "known_emitters": ["devnet"],
                            "tokens": [{"chain": "*", "address": "*", "min_fee": 0}]},
@@ -185,7 +215,8 @@ def _documents(namespace: str, cassandra: Any, redis_relay: str, rippled: str, s
         return {"apiVersion": "chainloom.io/v1alpha1", "kind": kind,
                 "metadata": {"name": name, "namespace": namespace}, "spec": spec}  # fmt: skip
 
-    return [document("BackendTable", "ledger", ledger),
+    return [document("BackendTable", "events", events),
+            document("BackendTable", "ledger", ledger),
             document("BackendTable", "archive", archive),
             document("IngestPipeline", "follow", follow),
             document("IngestPipeline", "load", load),
@@ -219,6 +250,8 @@ print(json.dumps({"answer": answer, "closed": closed}))
 
 CHANNEL = f"{FeedRedisRef.model_fields['key_prefix'].default}:ledger:committed"
 """The ledger feed's channel (the default prefix)."""
+EVENTS_CHANNEL = f"{FeedRedisRef.model_fields['key_prefix'].default}:eventstore:vaas"
+"""The events feed's channel."""
 
 
 def _feed_listener(client: redis.Redis, heard: list[bytes]) -> threading.Thread:
@@ -266,9 +299,15 @@ def _everything_shown(kubeconfig: str, namespace: str, operator_log: str) -> str
 
 
 @pytest.fixture(scope="module")
+def emulator(local_stack: StackForTests) -> Iterator[str]:
+    with exported_emulator(local_stack) as address:
+        yield address
+
+
+@pytest.fixture(scope="module")
 def run(
     node_cluster: NodeCluster, secured_cassandra: PrivateStack, secured_redis: PrivateStack,
-    vectors_dir: Path, tmp_path_factory: pytest.TempPathFactory,
+    emulator: str, vectors_dir: Path, tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, Any]]:  # fmt: skip
     """Everything above applied in a namespace of its own and followed to its end."""
     kubeconfig = node_cluster.kubeconfig
@@ -314,21 +353,26 @@ def run(
     grpc_port, spy_port = free_port(), free_port_on(gateway)
     replay: subprocess.Popen[bytes] | None = None
     spy: subprocess.Popen[bytes] | None = None
-    operator = start_operator(kubeconfig, namespace, work / "operator.log")
+    events_table = f"secured-{namespace}"
+    located = locate(EventStoreSettings(bigtable=BigtableSettings(table=events_table)))
+    operator = start_operator(kubeconfig, namespace, work / "operator.log",
+                              env={"BIGTABLE_EMULATOR_HOST": emulator})  # fmt: skip
     try:
         with (
             host_relay(gateway, ":".join(map(str, secured_cassandra.address(
                 "cassandra-secured")))) as cassandra_relay,
             host_relay(gateway, f"127.0.0.1:{redis_extra['tls_port']}") as redis_relay,
             host_relay(gateway, f"127.0.0.1:{grpc_port}") as rippled,
+            host_relay(gateway, emulator) as emulator_relay,
         ):  # fmt: skip
             apply = render_driver_access(SparkJobSettings(
                 kubernetes=KubernetesSettings(namespace=namespace)))  # fmt: skip
-            documents = _documents(
+            documents = _documents(Placed(
                 namespace, lambda keyspace: _cassandra_spec(secured_cassandra, creds,
                                                             cassandra_relay, keyspace),
-                redis_relay, rippled, f"{gateway}:{spy_port}", spark_image, input_dir,
-            )  # fmt: skip
+                str(creds), redis_relay, emulator_relay, events_table, rippled,
+                f"{gateway}:{spy_port}", spark_image, input_dir,
+            ))  # fmt: skip
             kubectl(kubeconfig, "apply", "--server-side", "-f", "-",
                     stdin=yaml.safe_dump_all([*apply, *documents]))  # fmt: skip
             for chain in (2,):
@@ -356,8 +400,11 @@ def run(
                 conditions = status(kind, name).get("conditions") or []
                 return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
-            wait_explained(lambda: status("btable", "ledger").get("apiReady") == "1/1",
-                           timeout=600, every=2, what="the ledger API ready",
+            def apis_ready() -> bool:
+                return all(status("btable", name).get("apiReady") == "1/1"
+                           for name in ("ledger", "events"))  # fmt: skip
+
+            wait_explained(apis_ready, timeout=600, every=2, what="both APIs ready",
                            explain=explain)  # fmt: skip
             wait_explained(lambda: ready("rpool", "secured"), timeout=300, every=2,
                            what="the RelayerPool Ready", explain=explain)  # fmt: skip
@@ -421,8 +468,8 @@ def run(
                 "namespace": namespace,
                 "streamed": streamed,
                 "heard": list(heard),
-                "listening": dict(cast(list[Any], host_redis.pubsub_numsub(CHANNEL)))[
-                    CHANNEL.encode()],
+                "listening": dict(cast(list[Any], host_redis.pubsub_numsub(
+                    CHANNEL, EVENTS_CHANNEL))),
                 "submissions": chain_state.submission_counts(),
                 "duplicates": chain_state.duplicate_attempts(),
                 "expected": {vaa.digest_hex for vaa in transfers},
@@ -448,6 +495,8 @@ def run(
         node_cluster.kubectl_run("delete", "namespace", namespace, "--wait=false")
         shutil.rmtree(input_dir, ignore_errors=True)
         shutil.rmtree(creds.parent, ignore_errors=True)
+        with contextlib.suppress(TableMissingError):
+            store.drop_tables(located)
 
 
 def test_a_client_pod_is_streamed_the_followed_ledgers_through_the_apis_service(
@@ -465,7 +514,8 @@ def test_the_etl_announced_every_ledger_on_the_secured_feed(run: dict[str, Any])
     # The feed announces the newest committed ledger (announcements that pile up coalesce).
     announced = [int(data) for data in run["heard"]]
     assert announced, "nothing was published on the feed"
-    assert run["listening"] == 2  # the API's pod and this test
+    # Listening on the secured feed: the ledger API's pod and this test; the events API's pod.
+    assert run["listening"] == {CHANNEL.encode(): 2, EVENTS_CHANNEL.encode(): 1}
     assert announced == sorted(set(announced))
     assert announced[0] >= FIRST
     assert announced[-1] == FIRST + FOLLOWED
