@@ -119,6 +119,19 @@ def input_directory(lines: Iterable[str]) -> Path:
     return directory
 
 
+def node_conf(input_dir: Path) -> dict[str, str]:
+    """The Spark settings of every application the tests run on the node: small CPU requests
+    (the node has two cores) and ``input_dir`` mounted read-only at :data:`INPUT_MOUNT` in the
+    driver and the executors."""
+    conf = {"spark.kubernetes.driver.request.cores": "250m",
+            "spark.kubernetes.executor.request.cores": "250m"}  # fmt: skip
+    for role in ("driver", "executor"):
+        volume = f"spark.kubernetes.{role}.volumes.hostPath.input"
+        conf |= {f"{volume}.mount.path": INPUT_MOUNT, f"{volume}.mount.readOnly": "true",
+                 f"{volume}.options.path": str(input_dir)}  # fmt: skip
+    return conf
+
+
 @dataclass(frozen=True)
 class NodeJob:
     """How the tests' applications run on the node."""
@@ -137,14 +150,8 @@ class NodeJob:
     """Input partitions (tasks per pass)."""
 
     def settings(self) -> SparkJobSettings:
-        conf = {"spark.kubernetes.driver.request.cores": "250m",
-                "spark.kubernetes.executor.request.cores": "250m"}  # fmt: skip
-        for role in ("driver", "executor"):
-            volume = f"spark.kubernetes.{role}.volumes.hostPath.input"
-            conf |= {f"{volume}.mount.path": INPUT_MOUNT, f"{volume}.mount.readOnly": "true",
-                     f"{volume}.options.path": str(self.input_dir)}  # fmt: skip
         return SparkJobSettings(
-            spark=SparkSettings(shuffle_partitions=2, conf=conf),
+            spark=SparkSettings(shuffle_partitions=2, conf=node_conf(self.input_dir)),
             kubernetes=KubernetesSettings(
                 namespace=self.namespace,
                 image=self.image,

@@ -76,6 +76,7 @@ from tests.cluster.spark_support import (
     exported_emulator,
     import_spark_image,
     label_namespace,
+    node_conf,
 )
 from tests.conftest import NodeCluster, StackForTests
 from tests.integration.relayer.relay_support import transfer_payload
@@ -186,12 +187,7 @@ def _documents(placed: Placed) -> list[dict[str, Any]]:
                          "poll_interval": 0.2, "image": NODE_IMAGE, "image_pull_policy": "Never",
                          "secret_mounts": mounts,
                          "placement": {"node_selector": dict(ON_THE_NODE)}}}  # fmt: skip
-    conf = {"spark.kubernetes.driver.request.cores": "250m",
-            "spark.kubernetes.executor.request.cores": "250m"}  # fmt: skip
-    for role in ("driver", "executor"):
-        volume = f"spark.kubernetes.{role}.volumes.hostPath.input"
-        conf |= {f"{volume}.mount.path": INPUT_MOUNT, f"{volume}.mount.readOnly": "true",
-                 f"{volume}.options.path": str(placed.input_dir)}  # fmt: skip
+    conf = node_conf(placed.input_dir)
     load = {"mode": "batch", "sink": "archive",
             "batch": {"job": "ledger-load", "input": f"{INPUT_MOUNT}/ledgers.jsonl",
                       "arguments": ["--batch", "2"],
