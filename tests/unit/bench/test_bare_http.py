@@ -53,7 +53,7 @@ def newest(backend: BackendInterface) -> int:
 
 
 def accounts(backend: BackendInterface) -> list[bytes]:
-    last, seen = newest(backend), set()
+    last, seen = newest(backend), set[bytes]()
     for tx in backend.fetch_all_transactions_in_ledger(last):
         seen |= parse_metadata(tx.metadata).affected_accounts
     return sorted(seen)
@@ -61,7 +61,7 @@ def accounts(backend: BackendInterface) -> list[bytes]:
 
 def test_ledger_data_pages_walk_the_whole_state(stored: Any) -> None:
     backend, url = stored
-    last, walked, cursor = newest(backend), {}, None
+    last, walked, cursor = newest(backend), dict[bytes, bytes](), None
     while True:
         page = post(url + "ledger_data", {"ledger": last, "limit": 256, "cursor": cursor})
         walked.update((bytes.fromhex(k), bytes.fromhex(b)) for k, b in page["objects"])
