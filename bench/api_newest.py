@@ -8,20 +8,21 @@ last part of ``--part ledger``).
 * ``book_offers``: every book of the newest ledger round robin, up to 60 offers each, the
   method's default (bare: ``fetch_book_offers``, the directory walk over the successor list).
 
-Each runs once over HTTP (the server's own cache, loaded by a first request) and once in this
-process (label ``call``: parsing, the method and its orjson encoding with a loaded cache, no
-HTTP), against the bare reads made by as many threads for as long, goal >= 0.8.
+Each runs over HTTP (the server's own cache, loaded by a first request) alternated with the same
+clients on :mod:`bench.bare_http` making the bare reads behind the same web stack: that ratio
+is checked, goal >= 0.8. Then in this process (label ``call``: parsing, the method and its
+orjson encoding with a loaded cache, no HTTP) against the bare reads made by as many threads for
+as long: the method's own cost, printed beside.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from collections.abc import Callable
 from typing import Any
 
-from bench.api import direct_run, http_run, report
+from bench.api import against_bare_http, bare_answer, direct_run, http_run, report
 
 BOOK_LIMIT = 60
 """Offers per ``book_offers`` call (its default)."""
@@ -70,9 +71,14 @@ def _objects(backend: Any, last: int) -> list[tuple[bytes, bytes]]:
 
 
 def newest_ledger_reads(
-    args: argparse.Namespace, url: str, backend: Any, last: int, accounts: list[bytes]
+    args: argparse.Namespace,
+    url: str,
+    bare_url: str,
+    backend: Any,
+    last: int,
+    accounts: list[bytes],
 ) -> None:
-    """Run the three workloads and print one line each over HTTP and in process."""
+    """Run the three workloads; one line each against the bare server and in process."""
     import orjson
 
     from chainloom.ledger.api import params as pm
@@ -118,12 +124,21 @@ def newest_ledger_reads(
     def book_params(number: int, state: dict[str, Any]) -> dict[str, Any]:
         return {**books[turn(number, state, len(books))][1], "limit": BOOK_LIMIT}
 
-    workloads: list[tuple[str, Callable[..., Any], Callable[..., Any], Callable[..., None]]] = [
-        ("account_info", pm.parse_account_info, account_params, bare_info),
-        ("account_lines", pm.parse_directory_listing, account_params, bare_lines),
-        ("book_offers", rq.parse_book_offers, book_params, bare_book),
-    ]
-    for method, parse, make, bare in workloads:
+    def bare_account_body(number: int, state: dict[str, Any]) -> bytes:
+        account = accounts[turn(number, state, len(accounts))]
+        return orjson.dumps({"account": account.hex(), "ledger": last})
+
+    def bare_book_body(number: int, state: dict[str, Any]) -> bytes:
+        book = books[turn(number, state, len(books))][0]
+        return orjson.dumps({"book": book.hex(), "ledger": last, "limit": BOOK_LIMIT})
+
+    workloads: list[tuple[str, Any, Any, Callable[..., None], Callable[..., bytes]]] = [
+        ("account_info", pm.parse_account_info, account_params, bare_info, bare_account_body),
+        ("account_lines", pm.parse_directory_listing, account_params, bare_lines,
+         bare_account_body),
+        ("book_offers", rq.parse_book_offers, book_params, bare_book, bare_book_body),
+    ]  # fmt: skip
+    for method, parse, make, bare, bare_body in workloads:
 
         def body(
             number: int, state: dict[str, Any], method: str = method, make: Any = make
@@ -140,11 +155,17 @@ def newest_ledger_reads(
         ) -> None:
             orjson.dumps({"result": answer(context, method, parse(make(number, state)), 2)})
 
-        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-        print(f"{method}: load average {load}")
-        http = asyncio.run(http_run(url, args.clients, args.seconds, body))
-        direct = direct_run(args.clients, args.seconds, bare)
-        report(f"{method} (cache)", args.seconds, http, direct, goal=0.8)
+        def api(body: Callable[..., bytes] = body) -> list[float]:
+            return asyncio.run(http_run(url, args.clients, args.seconds, body))
+
+        def bare_http(
+            method: str = method, bare_body: Callable[..., bytes] = bare_body
+        ) -> list[float]:
+            return asyncio.run(
+                http_run(f"{bare_url}{method}", args.clients, args.seconds, bare_body, bare_answer)
+            )
+
+        against_bare_http(f"{method} (cache)", args, api, bare_http, goal=0.8)
         cached = direct_run(args.clients, args.seconds, in_process)
         direct = direct_run(args.clients, args.seconds, bare)
         report(f"{method} (cache)", args.seconds, cached, direct, goal=0.8, label="call")
