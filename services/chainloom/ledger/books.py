@@ -45,13 +45,14 @@ _DIRECTORY_PREFIX = binary.field_header(sf.LEDGER_ENTRY_TYPE) + sf.DIRECTORY_NOD
 
 def is_book_root(key: bytes, blob: bytes) -> bool:
     """Whether ``(key, blob)`` is the first page of a book directory: a DirectoryNode without
-    an ``Owner`` (Clio's ``isBookDir``) that is its own ``RootIndex``. Only these sit at
+    an ``Owner`` (Clio's ``isBookDir``) and without an ``NFTokenID`` (an NFT's buy or sell
+    offer directory has no owner either) that is its own ``RootIndex``. Only these sit at
     ``base + quality``; a directory's further pages live at hashed keys, reached by
     ``IndexNext``."""
     if not blob.startswith(_DIRECTORY_PREFIX):
         return False
     node = binary.decode(blob)
-    return sf.OWNER not in node and node.get(sf.ROOT_INDEX) == key
+    return sf.OWNER not in node and sf.NFTOKEN_ID not in node and node.get(sf.ROOT_INDEX) == key
 
 
 def quality_next(book_base: bytes) -> bytes:

@@ -157,3 +157,6 @@ def test_only_a_book_directory_first_page_is_a_book_root() -> None:
     owner = binary.decode(state[root])
     owner[sf.OWNER] = b"\x07" * 20
     assert not is_book_root(root, binary.encode(owner))
+    nft_offers = binary.decode(state[root])  # an NFT's offer directory: no owner, no book
+    nft_offers[sf.NFTOKEN_ID] = b"\x09" * 32
+    assert not is_book_root(root, binary.encode(nft_offers))
