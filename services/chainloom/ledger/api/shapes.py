@@ -9,6 +9,7 @@ hashes, keys and blobs are upper-case hex.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -134,6 +135,21 @@ def metadata_json(tx_fields: binary.STObject, meta_blob: bytes, tx: TransactionA
     return meta
 
 
+TRANSACTION_JSON_CACHE_SIZE = 4096
+"""Transactions whose decoded JSON (fields and metadata) :func:`decoded_transaction` keeps."""
+
+
+@functools.lru_cache(maxsize=TRANSACTION_JSON_CACHE_SIZE)
+def decoded_transaction(tx: TransactionAndMetadata) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """A stored transaction's fields and metadata as JSON, remembered for the most recently
+    asked ones. A validated transaction never changes (the key is the stored bytes, its
+    ledger and date), so a remembered answer is never stale; the same few recent transactions
+    of busy accounts are what ``account_tx`` and ``tx`` are asked for again and again. The
+    mappings are shared between answers: callers copy before adding a field."""
+    fields = binary.decode(tx.transaction)
+    return object_to_json(fields), metadata_json(fields, tx.metadata, tx)
+
+
 def transaction_json(
     tx: TransactionAndMetadata,
     tx_hash: bytes,
@@ -155,9 +171,8 @@ def transaction_json(
         if not nested or api_version > 1:
             out["hash"] = hex_upper(tx_hash)
     else:
-        fields = binary.decode(tx.transaction)
-        body = object_to_json(fields)
-        meta = metadata_json(fields, tx.metadata, tx)
+        shared_body, meta = decoded_transaction(tx)
+        body = dict(shared_body)
         if api_version > 1:
             out = {"tx_json": body, "meta": meta, "hash": hex_upper(tx_hash)}
         else:
@@ -186,9 +201,8 @@ def ledger_transaction_json(
         if api_version > 1:
             out["hash"] = hex_upper(tx_hash)
         return out
-    fields = binary.decode(tx.transaction)
-    body = object_to_json(fields)
-    meta = metadata_json(fields, tx.metadata, tx)
+    shared_body, meta = decoded_transaction(tx)
+    body = dict(shared_body)
     if api_version > 1:
         return {
             "tx_json": body,

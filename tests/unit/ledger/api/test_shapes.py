@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from xrpl.core import binarycodec
+
 from chainloom.ledger.api.errors import ERRORS, RpcError
 from chainloom.ledger.api.shapes import (
     close_time_human,
     close_time_iso,
+    decoded_transaction,
     error_body,
     header_json,
+    ledger_transaction_json,
     nft_json,
     quality_text,
     success,
+    transaction_json,
     websocket_body,
 )
-from chainloom.ledger.types import NFT, LedgerHeader, nft_taxon
+from chainloom.ledger.types import NFT, LedgerHeader, TransactionAndMetadata, nft_taxon
 
 HEADER = LedgerHeader(
     sequence=38129,
@@ -105,3 +114,49 @@ def test_websocket_answers_carry_the_id() -> None:
     refused = error_body(RpcError("lgrNotFound"), "ledger", {})["result"]
     answer = websocket_body(3, refused)
     assert (answer["id"], answer["error"], answer["type"]) == (3, "lgrNotFound", "response")
+
+
+def _payment() -> TransactionAndMetadata:
+    account = "rHb9CJAWyB4rj91VRWn96DkukG4bwdtyTh"
+    tx = {
+        "TransactionType": "Payment",
+        "Account": account,
+        "Destination": account,
+        "Amount": {"currency": "USD", "issuer": account, "value": "1.5"},
+        "Sequence": 3,
+        "Fee": "10",
+        "SigningPubKey": "",
+        "Memos": [{"Memo": {"MemoData": "AB"}}],
+    }
+    meta = {"TransactionIndex": 0, "TransactionResult": "tesSUCCESS", "AffectedNodes": []}
+    return TransactionAndMetadata(
+        transaction=bytes.fromhex(binarycodec.encode(tx)),
+        metadata=bytes.fromhex(binarycodec.encode(meta)),
+        ledger_sequence=HEADER.sequence,
+        date=HEADER.close_time,
+    )  # fmt: skip
+
+
+def test_a_remembered_transaction_is_shaped_as_a_fresh_one_whatever_was_asked_before() -> None:
+    tx, tx_hash = _payment(), b"\xcd" * 32
+    shapes: list[Callable[[], dict[str, Any]]] = [
+        lambda: transaction_json(tx, tx_hash, api_version=1, binary_output=False,
+                                 ledger_hash=None, nested=False),
+        lambda: transaction_json(tx, tx_hash, api_version=2, binary_output=False,
+                                 ledger_hash=HEADER.hash, nested=True),
+        lambda: transaction_json(tx, tx_hash, api_version=1, binary_output=False,
+                                 ledger_hash=None, nested=True),
+        lambda: ledger_transaction_json(tx, tx_hash, api_version=1, binary_output=False),
+        lambda: ledger_transaction_json(tx, tx_hash, api_version=2, binary_output=False),
+    ]  # fmt: skip
+    decoded_transaction.cache_clear()
+    fresh = []
+    for shape in shapes:  # each from an empty memo
+        decoded_transaction.cache_clear()
+        fresh.append(copy.deepcopy(shape()))
+    remembered = [shape() for shape in shapes] + [shape() for shape in reversed(shapes)]
+    assert remembered == fresh + fresh[::-1]
+    assert decoded_transaction.cache_info().misses == 1  # decoded once, shaped ten times
+    v2 = remembered[1]
+    assert "hash" not in v2["tx_json"]  # version 1's hash never leaks into the shared fields
+    assert v2["tx_json"]["Memos"] == [{"Memo": {"MemoData": "AB"}}]
