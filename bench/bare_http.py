@@ -38,7 +38,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from chainloom.ledger.api import requests as rq
-from chainloom.ledger.api.server import METHOD_WEIGHTS, ApiOptions
+from chainloom.ledger.api.server import METHOD_WEIGHTS, ApiOptions, http_limits
 from chainloom.ledger.backend import BackendInterface
 from chainloom.ledger.config import DatabaseSettings, SqliteSettings
 from chainloom.ledger.service import make_backend
@@ -48,7 +48,6 @@ from chainloom.settings import CassandraSettings
 from chainloom.web.app import make_app
 from chainloom.web.errors import JsonErrors
 from chainloom.web.server import WebServer, WebSocketLimits
-from chainloom.web.wire import Limits
 
 JSON = dict[str, Any]
 ERRORS = JsonErrors("error", {}, log_name="bare http")
@@ -146,14 +145,7 @@ def _database(args: argparse.Namespace) -> DatabaseSettings:
 
 async def _serve(backend: BackendInterface, args: argparse.Namespace) -> None:
     served, close = app(backend, args.workers)
-    options = ApiOptions()
-    limits = Limits(
-        max_body_bytes=rq.MAX_BODY_BYTES,
-        header_timeout=options.header_timeout,
-        body_timeout=options.body_timeout,
-        max_connections=options.max_connections,
-        log_name="bare http",
-    )
+    limits = http_limits(ApiOptions(), "bare http")
     websocket = WebSocketLimits(max_message_bytes=rq.MAX_BODY_BYTES)
     server = WebServer(served, args.host, args.port, limits, ERRORS, websocket=websocket)
     stop = asyncio.Event()

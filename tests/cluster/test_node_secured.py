@@ -361,7 +361,7 @@ def run(
             host_relay(gateway, f"127.0.0.1:{grpc_port}") as rippled,
             host_relay(gateway, emulator) as emulator_relay,
         ):  # fmt: skip
-            apply = render_driver_access(SparkJobSettings(
+            driver_access = render_driver_access(SparkJobSettings(
                 kubernetes=KubernetesSettings(namespace=namespace)))  # fmt: skip
             documents = _documents(Placed(
                 namespace, lambda keyspace: _cassandra_spec(secured_cassandra, creds,
@@ -370,10 +370,8 @@ def run(
                 f"{gateway}:{spy_port}", spark_image, input_dir,
             ))  # fmt: skip
             kubectl(kubeconfig, "apply", "--server-side", "-f", "-",
-                    stdin=yaml.safe_dump_all([*apply, *documents]))  # fmt: skip
-            for chain in (2,):
-                RedisLedgerAdapter.install(host_redis, chain,
-                                           SimChainRules(confirm_after=0.5))  # fmt: skip
+                    stdin=yaml.safe_dump_all([*driver_access, *documents]))  # fmt: skip
+            RedisLedgerAdapter.install(host_redis, 2, SimChainRules(confirm_after=0.5))
             tables = RelayTables(host_redis)
 
             def explain() -> str:

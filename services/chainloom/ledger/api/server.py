@@ -350,16 +350,22 @@ def _unready(reason: str) -> Response:
     return Response(orjson.dumps(body), 503, media_type="application/json")
 
 
-def web_server(api: LedgerApi, host: str, port: int) -> WebServer:
-    """The ledger API's server on ``host:port``, within the limits of its options."""
-    options = api.options
-    limits = Limits(
+def http_limits(options: ApiOptions, log_name: str = "ledger api") -> Limits:
+    """The wire limits of a server with ``options``: the request size, header and body
+    timeouts and connection bound (``log_name`` names it in their log lines)."""
+    return Limits(
         max_body_bytes=rq.MAX_BODY_BYTES,
         header_timeout=options.header_timeout,
         body_timeout=options.body_timeout,
         max_connections=options.max_connections,
-        log_name="ledger api",
+        log_name=log_name,
     )
+
+
+def web_server(api: LedgerApi, host: str, port: int) -> WebServer:
+    """The ledger API's server on ``host:port``, within the limits of its options."""
+    options = api.options
+    limits = http_limits(options)
     websocket = WebSocketLimits(
         ping_interval=options.ws_ping_interval,
         ping_timeout=options.ws_ping_timeout,
