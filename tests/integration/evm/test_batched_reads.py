@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+from web3 import Web3
+
 from chainloom.evm.deploy import Deployment, Sender
 from chainloom.relayer.evm_adapter import EvmAdapter
 from chainloom.relayer.evm_settings import EvmChainSettings
@@ -57,10 +60,33 @@ def test_batched_reads_agree_with_single_reads(
     assert redeemed == [True, True, True, False]
     assert redeemed == [adapter.is_redeemed(vaa) for vaa in vaas]
 
-    # The last one is 1 block deep (pending at 2 confirmations), the others final.
-    states = adapter.finality_many(sent)
-    assert states == [Finality.FINAL, Finality.FINAL, Finality.PENDING]
-    assert states == [adapter.finality(tx) for tx in sent]
-
+    # At 2 confirmations a transaction in the head block is pending and the ones below are
+    # final. The chain is the session's: another block may land at any time, so the answers
+    # are compared with the depths at one head, read again if the head moved meanwhile, and
+    # a fresh transaction is sent when none is left in the head block.
+    # A transaction the node does not know counts as rolled back.
     unknown = "0x" + "ab" * 32
-    assert adapter.finality_many([*sent, unknown]) == [*states, Finality.ROLLED_BACK]
+    for _ in range(20):
+        head = w3.eth.block_number
+        expected = [_by_depth(w3, tx, head) for tx in sent]
+        states = adapter.finality_many(sent)
+        singles = [adapter.finality(tx) for tx in sent]
+        with_unknown = adapter.finality_many([*sent, unknown])
+        if w3.eth.block_number != head:
+            continue
+        assert states == expected
+        assert singles == expected
+        assert with_unknown == [*expected, Finality.ROLLED_BACK]
+        if Finality.PENDING in expected:
+            break
+        sent.append(adapter.submit(_transfer(time.time_ns()), wallet))
+        w3.eth.wait_for_transaction_receipt(sent[-1], timeout=60, poll_latency=0.05)  # type: ignore[arg-type]
+    else:
+        pytest.fail("no quiet moment on the chain to see a pending transaction in 20 tries")
+    assert states[:2] == [Finality.FINAL, Finality.FINAL]
+
+
+def _by_depth(w3: Web3, tx: str, head: int) -> Finality:
+    """What 2 confirmations make of ``tx`` at ``head``: final once a block is on top of it."""
+    height = w3.eth.get_transaction_receipt(tx)["blockNumber"]  # type: ignore[arg-type]
+    return Finality.FINAL if head - height + 1 >= 2 else Finality.PENDING
