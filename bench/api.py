@@ -24,22 +24,11 @@ forms add decoding every object and transaction to JSON in Python, which the bar
 do at all.
 
 Events API (``--part events``, Bigtable: the local stack's emulator from
-``chainloom-dev stack env``):
-
-1. A fresh pair of tables gets ``--vaas`` dev-guardian VAAs (8 emitters on 3 chains, a tx id
-   each) through the event writer (not timed); dropped at the end.
-2. ``chainloom events api`` serves them from its own process.
-3. 16 concurrent clients (aiohttp) ``GET /api/v1/vaas/{chain}/{emitter}/{seq}`` round robin over
-   every stored message, checking each answer is a 200; then 16 threads of this process read the
-   same rows with the same call the route makes (``EventReader.get``: one ReadRows of one row,
-   every family), for the same time.
-
-4. Filtered list pages: ``GET /api/v1/vaas?sourceChain=C&order=asc&from=T&pageSize=20`` over
-   starting points spread through the stored messages, against the bare reads a page makes
-   (the filter index scan of 21 rows of ``fa:src:C:``, then one ReadRows of the page's 20 rows).
+``chainloom-dev stack env``): :mod:`bench.api_events`, ``chainloom events api`` against
+:mod:`bench.bare_events` in the same way, by id and filtered list pages.
 
 Printed per workload: requests/s and p50/p99 latency of both sides and their ratio (goal >= 0.5
-at 16 clients; the events API's direct side is still this process's reads).
+at 16 clients against the bare server; the in-process line is for reference).
 """
 
 from __future__ import annotations
@@ -110,22 +99,36 @@ def _load(config: Any, path: Path, ledgers: int, txs: int, vectors: Path) -> Non
 
 
 def _start_server(backend_flags: list[str], workers: int) -> tuple[subprocess.Popen[str], int]:
-    command = [sys.executable, "-m", "chainloom", "ledger", "api", *backend_flags]
+    command = ["-m", "chainloom", "ledger", "api", *backend_flags]
     # Every bench client is 127.0.0.1: its per-client budget must hold all of them (the bench
     # measures throughput, not fairness between clients).
     command += ["--port", "0", "--workers", str(workers), "--client-budget", "100000"]
-    return _started(command, "the API")
+    return started(command, "the API")
 
 
 def start_bare_server(backend_flags: list[str], workers: int) -> tuple[subprocess.Popen[str], int]:
     """The HTTP ceiling, :mod:`bench.bare_http`, in its own process as the API is."""
-    command = [sys.executable, "-m", "bench.bare_http", *backend_flags, "--port", "0"]
-    return _started([*command, "--workers", str(workers)], "the bare server")
+    command = ["-m", "bench.bare_http", *backend_flags, "--port", "0"]
+    return started([*command, "--workers", str(workers)], "the bare server")
 
 
-def _started(command: list[str], what: str) -> tuple[subprocess.Popen[str], int]:
+def start_bare_events(table: str, workers: int) -> tuple[subprocess.Popen[str], int]:
+    """The events API's HTTP ceiling, :mod:`bench.bare_events`, in its own process."""
+    command = ["-m", "bench.bare_events", "--table", table, "--port", "0"]
+    return started([*command, "--workers", str(workers)], "the bare events server")
+
+
+def started(
+    arguments: list[str], what: str, *, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], int]:
+    """``python ARGUMENTS`` started from the repository, once its first stderr line names its
+    port (``http://host:PORT/``)."""
     process = subprocess.Popen(
-        command, stderr=subprocess.PIPE, text=True, env=dict(os.environ), cwd=REPO
+        [sys.executable, *arguments],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ) if env is None else env,
+        cwd=REPO,
     )
     assert process.stderr is not None
     line = process.stderr.readline()
@@ -258,138 +261,6 @@ def against_bare_http(
     return best_api
 
 
-async def _http_get_run(base: str, clients: int, seconds: float, paths: list[str]) -> list[float]:
-    import aiohttp
-
-    latencies: list[float] = []
-    deadline = time.perf_counter() + seconds
-    connector = aiohttp.TCPConnector(limit=clients)
-    async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
-
-        async def client(number: int) -> None:
-            index = number
-            while time.perf_counter() < deadline:
-                path = paths[index % len(paths)]
-                index += clients
-                started = time.perf_counter()
-                async with session.get(base + path) as reply:
-                    await reply.read()
-                    status = reply.status
-                latencies.append(time.perf_counter() - started)
-                if status != 200:
-                    raise SystemExit(f"GET {path} answered {status}")
-
-        await asyncio.gather(*(client(n) for n in range(clients)))
-    return latencies
-
-
-def _events_bench(args: argparse.Namespace) -> None:
-    """The events API against bare Bigtable reads of the same rows."""
-    import warnings
-
-    from chainloom.eventstore.bigtable import BigtableTables, drop_tables, ensure_schema
-    from chainloom.eventstore.keys import MessageKey
-    from chainloom.eventstore.queries import EventReader
-    from chainloom.eventstore.writer import EventWriter
-    from chainloom.settings import BigtableSettings
-    from chainloom.wormhole import mainnet_emitters
-    from chainloom_dev.sim.dev_guardians import DevGuardians
-
-    warnings.filterwarnings("ignore", "Connecting to Bigtable emulator", RuntimeWarning)
-    if not os.environ.get("BIGTABLE_EMULATOR_HOST"):
-        raise SystemExit('set BIGTABLE_EMULATOR_HOST (eval "$(chainloom-dev stack env)")')
-    table = f"bench-api-{uuid.uuid4().hex[:10]}"
-    settings = BigtableSettings(project="chainloom", instance="local", table=table)
-    ensure_schema(settings)
-    kit = DevGuardians()
-    emitters = [bytes(31) + bytes([n + 1]) for n in range(8)]
-    keys: list[MessageKey] = []
-    try:
-        with BigtableTables(settings) as tables:
-            known = mainnet_emitters()
-            with EventWriter(tables, kit.sets(0), emitters=known) as writer:
-                for number in range(args.vaas):
-                    emitter = emitters[number % len(emitters)]
-                    sequence = number // len(emitters)
-                    vaa = kit.sign(
-                        emitter_chain=2 + number % 3,
-                        emitter_address=emitter,
-                        sequence=sequence,
-                        payload=b"bench %d" % number + bytes(100),
-                        timestamp=1_700_000_000 + number,
-                    )
-                    writer.submit(vaa.to_bytes(), initiating_tx_id=f"0x{number:064x}")
-                    keys.append(MessageKey.parse(vaa.message_id))
-            print(
-                f"{len(keys)} VAAs in Bigtable (emulator), {args.clients} clients, "
-                f"{args.seconds:.0f}s per run"
-            )
-            env = dict(os.environ) | {
-                "CHAINLOOM_BIGTABLE__PROJECT": "chainloom",
-                "CHAINLOOM_BIGTABLE__INSTANCE": "local",
-                "CHAINLOOM_BIGTABLE__TABLE": table,
-                "CHAINLOOM_API__WORKERS": str(args.clients),
-            }
-            command = [sys.executable, "-m", "chainloom", "events", "api", "--port", "0"]
-            process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
-            assert process.stderr is not None
-            line = process.stderr.readline()
-            found = re.search(r":(\d+)/", line)
-            if not found:
-                process.kill()
-                raise SystemExit(f"the events API did not start: {line.strip()}")
-            base = f"http://127.0.0.1:{found.group(1)}"
-            try:
-                paths = [f"/api/v1/vaas/{k.chain}/{k.emitter}/{k.sequence}" for k in keys]
-                http = asyncio.run(_http_get_run(base, args.clients, args.seconds, paths))
-                reader = EventReader(tables)
-
-                def read(number: int, state: dict[str, Any]) -> None:
-                    index = state["i"] = state.get("i", number) + args.clients
-                    if reader.get(keys[index % len(keys)]) is None:
-                        raise SystemExit("a stored row was not found")
-
-                direct = direct_run(args.clients, args.seconds, read)
-                report("events vaa by id", args.seconds, http, direct)
-                _filtered_pages(base, tables, args, len(keys))
-            finally:
-                process.terminate()
-                process.wait(timeout=30)
-                process.stderr.close()
-    finally:
-        drop_tables(settings)
-
-
-def _filtered_pages(base: str, tables: Any, args: argparse.Namespace, count: int) -> None:
-    """Filtered list pages (one source chain from a point in time, 20 VAAs) against the bare
-    reads they make: the filter index scan of 21 rows, then one read of the page's 20 rows."""
-    import datetime as dt
-
-    from chainloom.eventstore import keys as store_keys
-    from chainloom.eventstore.filter_index import MessageFacts
-
-    starts = [(2 + n % 3, 1_700_000_000 + n) for n in range(0, max(count - 200, 1), 37)]
-    paths = [
-        f"/api/v1/vaas?sourceChain={chain}&order=asc&pageSize=20&from="
-        + dt.datetime.fromtimestamp(moment, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        for chain, moment in starts
-    ]
-    http = asyncio.run(_http_get_run(base, args.clients, args.seconds, paths))
-
-    def page(number: int, state: dict[str, Any]) -> None:
-        index = state["i"] = state.get("i", number) + args.clients
-        chain, moment = starts[index % len(starts)]
-        prefix = store_keys.filter_prefix("asc", "src", f"{chain:05d}")
-        start = prefix + store_keys.filter_time("asc", moment)
-        entries = tables.scan_index(start, prefix[:-1] + ";", limit=21)
-        row_keys = [MessageFacts.from_json(cells["f"]).row_key for _, cells in entries[:20]]
-        if len(tables.read_event_rows(row_keys)) != 20:
-            raise SystemExit("a filtered page was short")
-
-    direct = direct_run(args.clients, args.seconds, page)
-    report("events filtered page", args.seconds, http, direct)
-
-
 def main() -> None:
     """Run the bench and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -432,7 +303,10 @@ def main() -> None:
         stream_bench(args)
         return
     if args.part in ("events", "both"):
-        _events_bench(args)
+        sys.path.insert(0, str(REPO))  # run as a script: bench/ is not a package on the path
+        from bench.api_events import events_bench
+
+        events_bench(args)
     if args.part == "events":
         return
     vectors = args.vectors / "xrpl_vectors.json" if args.vectors.is_dir() else args.vectors

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import signal
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +35,7 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from bench.bare_serving import serve_until_signalled
 from chainloom.ledger.api import requests as rq
 from chainloom.ledger.api.server import METHOD_WEIGHTS, ApiOptions, http_limits
 from chainloom.ledger.backend import BackendInterface
@@ -148,16 +147,7 @@ async def _serve(backend: BackendInterface, args: argparse.Namespace) -> None:
     limits = http_limits(ApiOptions(), "bare http")
     websocket = WebSocketLimits(max_message_bytes=rq.MAX_BODY_BYTES)
     server = WebServer(served, args.host, args.port, limits, ERRORS, websocket=websocket)
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-    try:
-        port = await server.start()
-        print(f"bare http on http://{args.host}:{port}/", file=sys.stderr, flush=True)
-        await stop.wait()
-    finally:
-        await server.stop()
-        close()
+    await serve_until_signalled(server, "bare http", args.host, close)
 
 
 def main() -> None:
