@@ -31,6 +31,8 @@ from typing import Any
 from bench.api import against_bare_http, direct_run, report, start_bare_events, started
 
 GOAL = 0.5
+FIRST_MOMENT = 1_700_000_000
+"""The first stored VAA's timestamp (unix seconds); the n-th is n seconds later."""
 
 
 async def http_get_run(base: str, clients: int, seconds: float, paths: list[str]) -> list[float]:
@@ -87,7 +89,7 @@ def events_bench(args: argparse.Namespace) -> None:
                         emitter_address=emitters[number % len(emitters)],
                         sequence=number // len(emitters),
                         payload=b"bench %d" % number + bytes(100),
-                        timestamp=1_700_000_000 + number,
+                        timestamp=FIRST_MOMENT + number,
                     )
                     writer.submit(vaa.to_bytes(), initiating_tx_id=f"0x{number:064x}")
                     keys.append(MessageKey.parse(vaa.message_id))
@@ -111,17 +113,19 @@ def _bench_servers(args: argparse.Namespace, tables: Any, table: str, keys: list
         "CHAINLOOM_API__WORKERS": str(args.clients),
     }
     command = ["-m", "chainloom", "events", "api", "--port", "0"]
-    api, api_port = started(command, "the events API", env=env)
-    bare, bare_port = start_bare_events(table, args.clients)
+    processes = []
     try:
+        api, api_port = started(command, "the events API", env=env)
+        processes.append(api)
+        bare, bare_port = start_bare_events(table, args.clients)
+        processes.append(bare)
         base, bare_base = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{bare_port}"
+
+        def gets(url: str, paths: list[str]) -> list[float]:
+            return asyncio.run(http_get_run(url, args.clients, args.seconds, paths))
 
         def both(name: str, paths: list[str], bare_paths: list[str]) -> list[float]:
             """The API's best round of ``paths`` against the bare server's of ``bare_paths``."""
-
-            def gets(url: str, paths: list[str]) -> list[float]:
-                return asyncio.run(http_get_run(url, args.clients, args.seconds, paths))
-
             api_run, bare_run = (lambda: gets(base, paths)), (lambda: gets(bare_base, bare_paths))
             return against_bare_http(name, args, api_run, bare_run, goal=GOAL)
 
@@ -141,7 +145,7 @@ def _bench_servers(args: argparse.Namespace, tables: Any, table: str, keys: list
         report("events vaa by id", args.seconds, best, direct, goal=None, against="in-process")
         _filtered_pages(args, tables, len(keys), both)
     finally:
-        for process in (api, bare):
+        for process in processes:
             process.terminate()
             process.wait(timeout=30)
             assert process.stderr is not None
@@ -156,7 +160,7 @@ def _filtered_pages(
 ) -> None:
     from bench.bare_events import filtered_page_rows
 
-    starts = [(2 + n % 3, 1_700_000_000 + n) for n in range(0, max(count - 200, 1), 37)]
+    starts = [(2 + n % 3, FIRST_MOMENT + n) for n in range(0, max(count - 200, 1), 37)]
     paths = [
         f"/api/v1/vaas?sourceChain={chain}&order=asc&pageSize=20&from="
         + dt.datetime.fromtimestamp(moment, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

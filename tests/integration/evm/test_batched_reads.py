@@ -68,7 +68,7 @@ def test_batched_reads_agree_with_single_reads(
     unknown = "0x" + "ab" * 32
     for _ in range(20):
         head = w3.eth.block_number
-        expected = [_by_depth(w3, tx, head) for tx in sent]
+        expected = [_by_depth(w3, tx, head, adapter.settings.confirmations) for tx in sent]
         states = adapter.finality_many(sent)
         singles = [adapter.finality(tx) for tx in sent]
         with_unknown = adapter.finality_many([*sent, unknown])
@@ -86,7 +86,8 @@ def test_batched_reads_agree_with_single_reads(
     assert states[:2] == [Finality.FINAL, Finality.FINAL]
 
 
-def _by_depth(w3: Web3, tx: str, head: int) -> Finality:
-    """What 2 confirmations make of ``tx`` at ``head``: final once a block is on top of it."""
+def _by_depth(w3: Web3, tx: str, head: int, confirmations: int) -> Finality:
+    """What ``confirmations`` make of ``tx`` at ``head``: final once it is that many blocks
+    deep, its own block counted."""
     height = w3.eth.get_transaction_receipt(tx)["blockNumber"]  # type: ignore[arg-type]
-    return Finality.FINAL if head - height + 1 >= 2 else Finality.PENDING
+    return Finality.FINAL if head - height + 1 >= confirmations else Finality.PENDING
